@@ -1,0 +1,60 @@
+"""The pure model: a Service, its Nodes and cloud.conf in; a LoadBalancerSpec or errors out.
+
+No Kubernetes client, no HTTP, no Pulumi: plain dicts shaped like the Kubernetes API JSON go in,
+frozen dataclasses come out. Modules, each holding one kind of decision:
+
+* :mod:`.view`: reading the Service dict into typed fields (shape errors become data);
+* :mod:`.annotations`: annotation names and the typed, strict reader;
+* :mod:`.network`: family, internal, VIP placement, LoadBalancerClass, floating IP, source ranges;
+* :mod:`.traffic`: provider features, protocols, timeouts, monitors, status;
+* :mod:`.naming`: OCCM's names and descriptions;
+* :mod:`.build`: ``build_spec``, composing the above (node eligibility is :mod:`reconciler.nodes`);
+* :mod:`.spec`: the spec dataclasses, JSON round trip and content hash;
+* :mod:`.predicates`: which Services are ours and which changes matter.
+"""
+
+from reconciler.model.build import BuildResult, build_spec
+from reconciler.model.errors import Notice, ValidationError
+from reconciler.model.predicates import (
+    FINALIZER,
+    has_finalizer,
+    needs_cleanup,
+    needs_update,
+    wants_load_balancer,
+)
+from reconciler.model.spec import (
+    SPEC_VERSION,
+    FloatingIpSpec,
+    ListenerSpec,
+    LoadBalancerSpec,
+    MemberSpec,
+    MonitorSpec,
+    PoolSpec,
+    SecurityGroupRuleSpec,
+    SecurityGroupSpec,
+    ServiceRef,
+    StatusSpec,
+)
+
+__all__ = [
+    "FINALIZER",
+    "SPEC_VERSION",
+    "BuildResult",
+    "FloatingIpSpec",
+    "ListenerSpec",
+    "LoadBalancerSpec",
+    "MemberSpec",
+    "MonitorSpec",
+    "Notice",
+    "PoolSpec",
+    "SecurityGroupRuleSpec",
+    "SecurityGroupSpec",
+    "ServiceRef",
+    "StatusSpec",
+    "ValidationError",
+    "build_spec",
+    "has_finalizer",
+    "needs_cleanup",
+    "needs_update",
+    "wants_load_balancer",
+]

@@ -1,0 +1,65 @@
+"""OCCM's object names and descriptions, so that load balancers made by OCCM can be adopted.
+
+From pkg/openstack/loadbalancer.go and loadbalancer_sg.go: the load balancer is
+``kube_service_<cluster>_<namespace>_<name>`` and is also its own tag; listener, pool and monitor
+``i`` (the index of the Service port) are ``listener_<i>_<lb>``, ``pool_<i>_<lb>`` and
+``monitor_<i>_<lb>``; every name is cut to 255 bytes (``Sprintf255``), the limit of most OpenStack
+name fields. The floating IP description matters beyond looks: OCCM deletes only floating IPs whose
+description contains "Floating IP for Kubernetes external service".
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SERVICE_PREFIX",
+    "cut255",
+    "floating_ip_description",
+    "lb_description",
+    "lb_name",
+    "listener_name",
+    "monitor_name",
+    "pool_name",
+    "security_group_description",
+    "security_group_name",
+]
+
+SERVICE_PREFIX = "kube_service_"
+
+
+def cut255(text: str) -> str:
+    """At most 255 bytes of UTF-8 (Go slices bytes; a split character is dropped whole here)."""
+    raw = text.encode("utf-8")
+    return text if len(raw) <= 255 else raw[:255].decode("utf-8", errors="ignore")
+
+
+def lb_name(*, cluster_name: str, namespace: str, name: str) -> str:
+    return cut255(f"{SERVICE_PREFIX}{cluster_name}_{namespace}_{name}")
+
+
+def listener_name(*, index: int, lb: str) -> str:
+    return cut255(f"listener_{index}_{lb}")
+
+
+def pool_name(*, index: int, lb: str) -> str:
+    return cut255(f"pool_{index}_{lb}")
+
+
+def monitor_name(*, index: int, lb: str) -> str:
+    return cut255(f"monitor_{index}_{lb}")
+
+
+def lb_description(*, cluster_name: str, namespace: str, name: str) -> str:
+    return f"Kubernetes external service {namespace}/{name} from cluster {cluster_name}"
+
+
+def floating_ip_description(*, cluster_name: str, namespace: str, name: str) -> str:
+    service = f"{namespace}/{name}"
+    return f"Floating IP for Kubernetes external service {service} from cluster {cluster_name}"
+
+
+def security_group_name(*, uid: str, namespace: str, name: str) -> str:
+    return cut255(f"lb-sg-{uid}-{namespace}-{name}")
+
+
+def security_group_description(*, cluster_name: str, namespace: str, name: str) -> str:
+    return f"Security Group for {namespace}/{name} Service LoadBalancer in cluster {cluster_name}"
