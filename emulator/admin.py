@@ -1,0 +1,112 @@
+"""Emulator-only admin routes under ``/admin`` (no token; the server listens on loopback only).
+
+* ``GET /admin/health``: liveness.
+* ``GET /admin/inventory``: every resource, and the IDs created since the topology was seeded
+  (``created``), so a test can prove nothing was orphaned.
+* ``GET /admin/topology``: the default topology's IDs and credentials.
+* ``GET|PUT|DELETE /admin/faults``: read, replace or clear the fault configuration (same shape
+  as the faults file); ``POST /admin/faults/rules`` and ``POST /admin/faults/loadbalancers``
+  append one rule; ``GET /admin/faults/fired`` counts how often each rule fired.
+* ``PUT /admin/loadbalancers/{id}/status``: force ``provisioning_status`` (and optionally
+  ``operating_status``) of an existing LB, e.g. ``{"provisioning_status": "ERROR"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emulator.cloud import Cloud
+from emulator.errors import ApiError, BadRequest, NotFound
+from emulator.faults import FaultConfig, FaultRule, LbFault
+from emulator.web import Request, Response, Router
+
+_PROVISIONING = ("ACTIVE", "ERROR", "PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
+
+
+def render_error(error: ApiError) -> Response:
+    return Response(error.status, {"error": {"code": error.status, "message": error.message}})
+
+
+class AdminResponses:
+    def __init__(self, *, cloud: Cloud) -> None:
+        self.cloud = cloud
+        self.router = Router()
+        r = self.router
+        r.add("GET", "/health", lambda req: Response(200, {"status": "ok"}), op="admin.health")
+        r.add("GET", "/inventory", self.inventory, op="admin.inventory")
+        r.add("GET", "/topology", self.topology, op="admin.topology")
+        r.add("GET", "/faults", self.faults, op="admin.faults")
+        r.add("PUT", "/faults", self.set_faults, op="admin.faults")
+        r.add("DELETE", "/faults", self.clear_faults, op="admin.faults")
+        r.add("GET", "/faults/fired", self.fired, op="admin.faults")
+        r.add("POST", "/faults/rules", self.add_rule, op="admin.faults")
+        r.add("POST", "/faults/loadbalancers", self.add_lb_fault, op="admin.faults")
+        r.add("PUT", "/loadbalancers/{id}/status", self.force_status, op="admin.lb_status")
+
+    def inventory(self, req: Request) -> Response:
+        return Response(200, self.cloud.inventory())
+
+    def topology(self, req: Request) -> Response:
+        return Response(200, self.cloud.topology_info(auth_url=f"{req.base_url}/identity/v3"))
+
+    def faults(self, req: Request) -> Response:
+        return Response(200, self.cloud.faults.config.to_dict())
+
+    def _body(self, req: Request) -> dict[str, Any]:
+        body = req.json()
+        if not isinstance(body, dict):
+            raise BadRequest("Send a JSON object.")
+        return body
+
+    def set_faults(self, req: Request) -> Response:
+        try:
+            config = FaultConfig.from_dict(self._body(req))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from exc
+        self.cloud.faults.configure(config)
+        return Response(200, config.to_dict())
+
+    def clear_faults(self, req: Request) -> Response:
+        self.cloud.faults.configure(FaultConfig(seed=self.cloud.faults.config.seed))
+        return Response(204)
+
+    def fired(self, req: Request) -> Response:
+        return Response(200, self.cloud.faults.fired())
+
+    def add_rule(self, req: Request) -> Response:
+        try:
+            rule = FaultRule(**self._body(req))
+        except (TypeError, ValueError) as exc:
+            raise BadRequest(f"invalid fault rule: {exc}") from exc
+        return Response(201, self.cloud.faults.extend(rules=(rule,)).to_dict())
+
+    def add_lb_fault(self, req: Request) -> Response:
+        try:
+            fault = LbFault(**self._body(req))
+        except (TypeError, ValueError) as exc:
+            raise BadRequest(f"invalid load balancer fault: {exc}") from exc
+        return Response(201, self.cloud.faults.extend(loadbalancers=(fault,)).to_dict())
+
+    def force_status(self, req: Request) -> Response:
+        body = self._body(req)
+        status = body.get("provisioning_status")
+        if status not in _PROVISIONING:
+            raise BadRequest(f"provisioning_status must be one of {', '.join(_PROVISIONING)}.")
+        store = self.cloud.store
+        with store.lock:
+            lb = store.get("loadbalancer", req.params["id"])
+            if lb is None:
+                raise NotFound(f"Load Balancer {req.params['id']} not found.")
+            lb["provisioning_status"] = status
+            if status.startswith("PENDING_"):
+                lb["_op"] = {"due": None, "lb_to": "ACTIVE", "children": []}
+            else:
+                lb.pop("_op", None)
+            if body.get("operating_status"):
+                lb["operating_status"] = str(body["operating_status"])
+            elif status == "ERROR":
+                lb["operating_status"] = "ERROR"
+            store.put("loadbalancer", lb)
+        return Response(
+            200, {"loadbalancer": {k: v for k, v in lb.items() if not k.startswith("_")}}
+        )

@@ -1,0 +1,1 @@
+"""Keystone v3: identity, tokens and the service catalog."""

@@ -1,0 +1,1 @@
+"""Octavia v2: load balancers, listeners, pools, members, health monitors and their statuses."""

@@ -1,0 +1,93 @@
+"""Faults, list queries, persistence and configuration: the parts under every service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.cloud import Cloud, CloudConfig
+from emulator.context import AuthContext
+from emulator.faults import FaultConfig, FaultInjector, FaultRule
+from emulator.query import paginate, select_fields
+from emulator.timing import TimingProfile
+from emulator.topology import load_topology
+
+
+def draws(seed: int) -> list[bool]:
+    injector = FaultInjector(FaultConfig(seed=seed, rules=(FaultRule(operation="a.*", rate=0.5),)))
+    return [injector.decide("a.b").rule is not None for _ in range(40)]
+
+
+def test_faults_are_deterministic_with_a_seed() -> None:
+    assert draws(7) == draws(7)
+    assert draws(7) != draws(8)
+    assert 5 < sum(draws(7)) < 35
+
+
+def test_fault_count_latency_and_matching() -> None:
+    injector = FaultInjector(
+        FaultConfig(
+            rules=(
+                FaultRule(operation="octavia.*", latency=0.25, status=200),
+                FaultRule(operation="octavia.loadbalancer.create", status=503, count=1),
+            )
+        )
+    )
+    first = injector.decide("octavia.loadbalancer.create")
+    assert (first.latency, first.rule is not None and first.rule.status) == (0.25, 503)
+    assert injector.decide("octavia.loadbalancer.create").rule is None
+    assert injector.decide("neutron.port.list").latency == 0.0
+    assert injector.fired() == {"rules[0]": 2, "rules[1]": 1}
+
+
+def test_invalid_fault_config_names_the_field() -> None:
+    with pytest.raises(ValueError, match=r"'rate' must be within 0\.\.1"):
+        FaultConfig.from_dict({"rules": [{"rate": 2}]})
+    with pytest.raises(ValueError, match="unknown fault config keys"):
+        FaultConfig.from_dict({"rulez": []})
+
+
+def test_pagination_links_and_fields() -> None:
+    records = [{"id": str(i), "name": f"n{i}"} for i in range(5)]
+    page, links = paginate(records, {"limit": ["2"]}, collection="x", url="http://h/x")
+    assert [r["id"] for r in page] == ["0", "1"]
+    assert links[0]["rel"] == "next"
+    assert "marker=1" in links[0]["href"]
+    page, links = paginate(records, {"limit": ["2"], "marker": ["3"]}, collection="x", url="u")
+    assert [r["id"] for r in page] == ["4"]
+    assert [link["rel"] for link in links] == ["previous"]
+    assert select_fields(records[0], {"fields": ["name"]}) == {"name": "n0"}
+
+
+def test_state_file_survives_restart(tmp_path: Path) -> None:
+    config = CloudConfig(state_file=tmp_path / "state.db")
+    first = Cloud(config=config)
+    project = first.keystone.project_by_name("demo")["id"]
+    ctx = AuthContext(user_id="u", project_id=project, roles=("member",))
+    net = first.neutron.create_network(ctx, {"name": "kept"})
+    first.close()
+    second = Cloud(config=config)
+    assert second.neutron.get("network", net["id"], ctx)["name"] == "kept"
+    assert second.inventory()["created"] == {"networks": [net["id"]]}
+    second.close()
+
+
+def test_topology_file_replaces_networks(tmp_path: Path) -> None:
+    path = tmp_path / "topo.yaml"
+    path.write_text(
+        "networks:\n  - name: ext\n    project: admin\n    external: true\n"
+        "    subnets: [{name: ext-sub, cidr: 203.0.113.0/24}]\n"
+    )
+    cloud = Cloud(config=CloudConfig(topology=load_topology(path=path)))
+    names = [n["name"] for n in cloud.store.all("network")]
+    assert names == ["ext"]
+    cloud.close()
+    path.write_text("networks:\n  - name: bad\n    subnets: [{cidr: nope}]\n")
+    with pytest.raises(ValueError, match=r"networks\[0\].subnets\[0\].cidr"):
+        load_topology(path=path)
+
+
+def test_unknown_timing_profile_lists_choices() -> None:
+    with pytest.raises(ValueError, match="cloudlike, instant"):
+        TimingProfile.named("fast")
