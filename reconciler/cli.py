@@ -7,6 +7,7 @@ with an example.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -22,8 +23,9 @@ DEMO_HELP = """\
 Bring up the local environment: the real toolchain (built from Go modules on first use, cached
 afterwards) and a local Kubernetes control plane (etcd + kube-apiserver on 127.0.0.1).
 
-This stage of the project starts the toolchain and the control plane and shows them working; the
-OpenStack emulator and the controller join the demo as they land (see README.md).
+It also starts the OpenStack API emulator (Keystone, Neutron, Octavia) and writes a clouds.yaml
+for it. This stage of the project shows those parts working; the controller joins the demo when it
+lands (see README.md).
 
 example:
   lb-reconciler demo            # runs until Ctrl-C, then stops everything it started
@@ -35,7 +37,21 @@ def _say(message: str) -> None:
     print(f"==> {message}", flush=True)
 
 
+def _wait_for_interrupt() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
+    from kubernetes import client
+
+    from emulator.server import start as start_emulator
+
     started = time.monotonic()
     _say("finding the toolchain (builds it on first use: tens of minutes cold, seconds warm)")
     try:
@@ -44,40 +60,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     _say(f"toolchain: {toolchain.bin_dir}")
-    _say("starting etcd and kube-apiserver on 127.0.0.1")
-    try:
-        plane = LocalControlPlane.start(toolchain=toolchain, keep=args.keep)
-    except ControlPlaneError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    with plane:
-        from kubernetes import client
-
+    with contextlib.ExitStack() as cleanup:
+        _say("starting etcd and kube-apiserver on 127.0.0.1")
+        try:
+            plane = cleanup.enter_context(
+                LocalControlPlane.start(toolchain=toolchain, keep=args.keep)
+            )
+        except ControlPlaneError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         with api_client(kubeconfig=plane.kubeconfig) as api:
             items = client.CoreV1Api(api).list_namespace().items
         namespaces = [str(ns.metadata.name) for ns in items if ns.metadata]
         _say(f"kube-apiserver ready at {plane.server} in {time.monotonic() - started:.1f}s")
         _say(f"namespaces: {', '.join(namespaces)}")
+        cloud = start_emulator()
+        cleanup.callback(cloud.stop)
+        clouds_yaml = cloud.write_clouds_yaml(path=plane.folder / "clouds.yaml")
+        _say(f"OpenStack emulator at {cloud.auth_url} (clouds.yaml: {clouds_yaml})")
         print(
             "\nTry it from another terminal:\n"
             f"  export PATH={toolchain.bin_dir}:$PATH\n"
             f"  kubectl --kubeconfig {plane.kubeconfig} get namespaces\n"
-            "  pulumi version && pulumi plugin ls\n",
+            "  pulumi version && pulumi plugin ls\n"
+            f"  OS_CLIENT_CONFIG_FILE={clouds_yaml} openstack --os-cloud emulator network list\n",
             flush=True,
         )
         if args.once:
-            _say("--once: stopping")
+            _say("--once: stopping the emulator and the control plane")
             return 0
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         _say("running; press Ctrl-C to stop and clean up")
-        try:
-            while not stop.wait(1.0):
-                pass
-        except KeyboardInterrupt:
-            pass
-        _say("stopping the control plane")
+        _wait_for_interrupt()
+        _say("stopping the emulator and the control plane")
     return 0
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from emulator.__main__ import main as emulator_main
+
+    return emulator_main(list(args.args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,10 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the control plane's folder (logs, PKI) on exit"
     )
     demo.set_defaults(func=cmd_demo)
+
+    emu = sub.add_parser(
+        "emulator",
+        help="run the OpenStack API emulator (same flags as `python -m emulator`)",
+        add_help=False,
+        description="Start the OpenStack API emulator (`--help` lists its flags).",
+    )
+    emu.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    emu.set_defaults(func=cmd_emulator)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["emulator"]:  # every flag belongs to the emulator's own parser
+        return cmd_emulator(argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
     result: int = args.func(args)
     return result

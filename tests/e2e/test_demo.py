@@ -22,6 +22,7 @@ def test_demo_once_starts_checks_and_cleans_up(toolchain: Toolchain) -> None:
     assert done.returncode == 0, done.stderr
     assert "kube-apiserver ready at https://127.0.0.1:" in done.stdout
     assert "namespaces: default, kube-node-lease, kube-public, kube-system" in done.stdout
+    assert re.search(r"OpenStack emulator at http://127\.0\.0\.1:\d+/identity/v3", done.stdout)
     kubeconfig = re.search(r"--kubeconfig (\S+)", done.stdout)
     assert kubeconfig is not None
     assert not Path(kubeconfig.group(1)).exists()  # its folder was removed on exit
