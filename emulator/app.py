@@ -1,4 +1,4 @@
-"""The WSGI application: one port, one path prefix per service.
+"""The emulator's transport-independent core: one port, one path prefix per service.
 
 ``/identity`` is Keystone, ``/networking`` Neutron, ``/load-balancer`` Octavia and ``/admin`` the
 emulator's own endpoints. For each request the app, in order: applies due Octavia transitions,
@@ -7,21 +7,20 @@ Keystone for Neutron and Octavia (401 otherwise), asks the fault injector (laten
 quota, dropped connection), then calls the route under the store lock. Every response carries
 ``X-OpenStack-Request-Id``.
 
-Being plain WSGI, the app runs under any WSGI server; :mod:`emulator.server` uses the standard
-library's threaded one so the emulator needs no extra dependency.
+:meth:`EmulatorApp.handle` takes a request as plain values and returns a
+:class:`~emulator.web.Response`, or ``None`` when the fault injector wants the connection
+dropped without an answer. It blocks (the models take the store lock; the latency fault
+sleeps), so the HTTP front (:mod:`emulator.front`, aiohttp) runs it in a thread pool and does
+the drop on the socket itself. Tests can call it directly, with no server.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
-from typing import Any
 from urllib.parse import parse_qs
 
 from emulator import admin
@@ -41,8 +40,6 @@ from emulator.octavia.base import QUOTA_TITLES
 from emulator.web import Request, Response, Router
 
 log = logging.getLogger("emulator")
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-DROP_KEY = "emulator.socket"
 
 
 @dataclass(frozen=True)
@@ -82,63 +79,46 @@ class EmulatorApp:
             ),
         }
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        request_id = f"req-{uuid.uuid4()}"
-        request, service = self._request(environ)
-        response = self._handle(request, service, environ)
-        if response is None:  # dropped: the socket is shut, so these writes go nowhere
-            start_response("500 Internal Server Error", [("Content-Length", "0")])
-            return []
-        body = b"" if request.method == "HEAD" else response.encoded()
-        headers = {
-            "X-OpenStack-Request-Id": request_id,
-            **response.headers,
-        }
-        if response.body is not None:
-            headers["Content-Type"] = "application/json"
-        headers["Content-Length"] = str(len(response.encoded()) if response.body is not None else 0)
-        status = f"{response.status} {HTTPStatus(response.status).phrase}"
-        start_response(status, list(headers.items()))
-        log.info(
-            "%s %s -> %s (%s)",
-            request.method,
-            environ.get("PATH_INFO"),
-            response.status,
-            request_id,
-        )
-        return [body]
+    def handle(
+        self,
+        *,
+        method: str,
+        path: str,
+        query_string: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        base_url: str,
+    ) -> Response | None:
+        """Serve one request; ``None`` means: drop the connection without an answer.
 
-    def _request(self, environ: dict[str, Any]) -> tuple[Request, Service | None]:
-        path = environ.get("PATH_INFO") or "/"
-        host = environ.get("HTTP_HOST") or (
-            f"{environ.get('SERVER_NAME', '127.0.0.1')}:{environ.get('SERVER_PORT', '80')}"
-        )
-        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}"
+        ``path`` is percent-decoded, ``query_string`` is raw, ``headers`` may use any case and
+        ``base_url`` is ``scheme://host[:port]`` as the client addressed the server. The
+        returned response carries ``X-OpenStack-Request-Id`` (and ``Content-Type`` when it has
+        a body); the transport sends it as it is (a HEAD answer drops the body).
+        """
+        request_id = f"req-{uuid.uuid4()}"
         prefix, _, rest = path.lstrip("/").partition("/")
         service = self.services.get(prefix)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length > 0 else b""
-        headers = {
-            key[5:].replace("_", "-").lower(): value
-            for key, value in environ.items()
-            if key.startswith("HTTP_")
-        }
-        if environ.get("CONTENT_TYPE"):
-            headers["content-type"] = environ["CONTENT_TYPE"]
         request = Request(
-            method=environ.get("REQUEST_METHOD", "GET").upper(),
+            method=method.upper(),
             path="/" + rest if service is not None else path,
-            query=parse_qs(environ.get("QUERY_STRING") or "", keep_blank_values=True),
-            headers=headers,
+            query=parse_qs(query_string, keep_blank_values=True),
+            headers={key.lower(): value for key, value in headers.items()},
             body=body,
             base_url=base_url,
             service_url=f"{base_url}/{prefix}",
         )
-        return request, service
+        response = self._handle(request, service)
+        if response is None:
+            log.info("%s %s -> dropped (%s)", request.method, path, request_id)
+            return None
+        response.headers = {"X-OpenStack-Request-Id": request_id, **response.headers}
+        if response.body is not None:
+            response.headers["Content-Type"] = "application/json"
+        log.info("%s %s -> %s (%s)", request.method, path, response.status, request_id)
+        return response
 
-    def _handle(
-        self, request: Request, service: Service | None, environ: dict[str, Any]
-    ) -> Response | None:
+    def _handle(self, request: Request, service: Service | None) -> Response | None:
         if service is None:
             return Response(
                 404,
@@ -165,7 +145,6 @@ class EmulatorApp:
                 if decision.latency:
                     time.sleep(decision.latency)
                 if decision.drop:
-                    self._drop(environ)
                     return None
                 if decision.rule is not None:
                     raise self._injected(
@@ -190,10 +169,3 @@ class EmulatorApp:
                 f"Quota has been met for resources: {QUOTA_TITLES.get(resource, resource)}"
             )
         return Conflict(f"Quota exceeded for resources: ['{resource}'].", kind="OverQuota")
-
-    @staticmethod
-    def _drop(environ: dict[str, Any]) -> None:
-        sock = environ.get(DROP_KEY)
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)

@@ -1,4 +1,4 @@
-"""Run the emulator: a threaded WSGI server on loopback, started in a background thread.
+"""Run the emulator: aiohttp on loopback, its event loop in a background thread.
 
 :func:`start` is the entry point for tests and the CLI::
 
@@ -8,45 +8,57 @@
     handle.write_clouds_yaml(path=...)
     handle.stop()
 
-The server is the standard library's ``wsgiref`` server with one thread per connection (the
-emulator adds no runtime dependency; the app is plain WSGI, so any WSGI server can host it). A
-request handler exposes its socket to the app so the fault injector can drop a connection
-without an answer.
+The caller stays synchronous: :func:`start` binds the listening socket itself (so ``port=0``
+gives the real port at once), starts a thread that owns a fresh event loop, and waits until the
+aiohttp site serves. Requests run :class:`~emulator.app.EmulatorApp` on a thread pool owned by
+the handle. :meth:`EmulatorHandle.stop` closes the site and every connection (idle keep-alive
+ones at once, busy ones after at most ``SHUTDOWN_TIMEOUT`` seconds), stops the loop, joins the
+thread, shuts the pool down and closes the store: nothing is left running.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import socketserver
+import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from emulator.app import DROP_KEY, EmulatorApp
+from aiohttp import web
+
+from emulator.app import EmulatorApp
 from emulator.cloud import Cloud, CloudConfig
 from emulator.clouds import write_clouds_yaml, write_env_file
+from emulator.front import make_web_app
 
 log = logging.getLogger("emulator.server")
+SHUTDOWN_TIMEOUT = 5.0
+START_TIMEOUT = 30.0
+WORKERS = 32
 
 
-class _Handler(WSGIRequestHandler):
-    def get_environ(self) -> dict[str, Any]:
-        environ = super().get_environ()
-        environ[DROP_KEY] = self.connection
-        return environ
+@dataclass
+class _Serving:
+    """The running parts that :meth:`EmulatorHandle.stop` takes down, in reverse order."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.client_address[0], *args)
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+    runner: web.AppRunner
+    executor: ThreadPoolExecutor
 
-
-class _Server(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("connection error from %s", client_address, exc_info=True)
+    def close(self) -> None:
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop)
+            future.result(timeout=SHUTDOWN_TIMEOUT + 5)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+            if not self.thread.is_alive():
+                self.loop.close()
+            self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
@@ -56,8 +68,7 @@ class EmulatorHandle:
     cloud: Cloud
     host: str
     port: int
-    _server: _Server
-    _thread: threading.Thread
+    _serving: _Serving
 
     @property
     def url(self) -> str:
@@ -79,10 +90,18 @@ class EmulatorHandle:
         return write_env_file(path=path, info=self.topology())
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-        self.cloud.close()
+        """Stop serving and release everything: connections, socket, threads, store."""
+        try:
+            self._serving.close()
+        finally:
+            self.cloud.close()
+
+
+async def _serve(*, app: web.Application, sock: socket.socket) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    return runner
 
 
 def start(
@@ -90,12 +109,33 @@ def start(
 ) -> EmulatorHandle:
     """Start the emulator in a background thread; ``port=0`` picks a free port."""
     cloud = Cloud(config=config or CloudConfig())
-    server = _Server((host, port), _Handler)
-    server.set_app(EmulatorApp(cloud=cloud))
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="emulator", daemon=True
-    )
+    try:
+        sock = socket.create_server((host, port), reuse_port=False)
+    except OSError:
+        cloud.close()
+        raise
+    executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="emulator-worker")
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="emulator", daemon=True)
     thread.start()
+    app = make_web_app(core=EmulatorApp(cloud=cloud), executor=executor)
+    try:
+        runner = asyncio.run_coroutine_threadsafe(_serve(app=app, sock=sock), loop).result(
+            timeout=START_TIMEOUT
+        )
+    except BaseException:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+        sock.close()
+        executor.shutdown(wait=True)
+        cloud.close()
+        raise
+    bound_port = sock.getsockname()[1]
+    log.debug("emulator serving on %s:%s", host, bound_port)
     return EmulatorHandle(
-        cloud=cloud, host=host, port=server.server_address[1], _server=server, _thread=thread
+        cloud=cloud,
+        host=host,
+        port=bound_port,
+        _serving=_Serving(loop=loop, thread=thread, runner=runner, executor=executor),
     )

@@ -1,9 +1,10 @@
 """Framework-free request/response types and a small path router, shared by every service.
 
-The emulator is a plain WSGI application (see :mod:`emulator.app`); service route modules only
-see :class:`Request` and return :class:`Response`, so they can be unit-tested by calling them
-directly. :class:`Router` maps ``(method, "/path/{param}")`` templates to handlers; a path that
-matches a template with another method answers 405, as the real services do.
+The HTTP framework (aiohttp, :mod:`emulator.front`) stays outside: :mod:`emulator.app` builds a
+:class:`Request` from plain values, service route modules only see :class:`Request` and return
+:class:`Response`, so they can be unit-tested by calling them directly. :class:`Router` maps
+``(method, "/path/{param}")`` templates to handlers; a path that matches a template with another
+method answers 405, as the real services do.
 """
 
 from __future__ import annotations

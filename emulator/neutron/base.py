@@ -49,11 +49,14 @@ class Schema:
     update: frozenset[str]
     required: frozenset[str] = field(default_factory=frozenset)
     output: tuple[str, ...] = ()  # read-only attributes shown in responses
+    taggable: bool = True  # security group rules have no ``tags`` (not a tag resource)
 
     @property
     def fields(self) -> frozenset[str]:
         names = set(self.create) | set(self.output) | set(STANDARD)
         names |= {"id", "created_at", "updated_at", "revision_number"}
+        if not self.taggable:
+            names.discard("tags")
         return frozenset(names)
 
 
@@ -158,7 +161,13 @@ class NeutronBase:
         return record
 
     def view(self, kind: str, record: Record) -> Record:
-        return {k: v for k, v in record.items() if not k.startswith("_")}
+        view = {k: v for k, v in record.items() if not k.startswith("_")}
+        if not self.schemas[kind].taggable:
+            view.pop("tags", None)
+        if kind == "subnet":  # the subnet-external-network extension: the network's flag
+            network = self.store.get("network", record["network_id"]) or {}
+            view["router:external"] = bool(network.get("router:external"))
+        return view
 
     # -- tags ---------------------------------------------------------------------------
 

@@ -187,7 +187,8 @@ SECURITY_GROUP_RULE = Schema(
     },
     update=frozenset(),
     required=frozenset({"security_group_id", "direction"}),
-    output=("normalized_cidr", "belongs_to_default_sg"),
+    output=("belongs_to_default_sg",),
+    taggable=False,
 )
 
 SCHEMAS: Mapping[str, Schema] = MappingProxyType(

@@ -172,7 +172,6 @@ class Security(NeutronBase):
                     kind="SecurityGroupRuleParameterConflict",
                 )
             rule["remote_ip_prefix"] = str(net)
-        rule["normalized_cidr"] = rule["remote_ip_prefix"]
 
     def delete_security_group_rule(self, ctx: AuthContext, rid: str) -> None:
         self.get("security_group_rule", rid, ctx)

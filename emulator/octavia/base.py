@@ -25,7 +25,7 @@ from emulator.faults import FaultInjector
 from emulator.neutron.models import Neutron
 from emulator.query import filter_records, sort_records
 from emulator.store import Record, Store
-from emulator.timeutil import iso
+from emulator.timeutil import iso_no_z
 from emulator.timing import Clock, TimingProfile
 
 TITLES = {
@@ -111,7 +111,7 @@ class OctaviaBase:
         if project_id != ctx.project_id and not ctx.is_admin:
             raise Forbidden("Policy does not allow this request to be performed.")
         self.check_quota(kind, project_id)
-        now = iso(self.clock.now())
+        now = iso_no_z(self.clock.now())
         record: Record = {"id": str(uuid.uuid4())}
         for key, default in defaults.items():
             value = body.get(key, default)
@@ -125,14 +125,15 @@ class OctaviaBase:
                 "updated_at": None,
                 "tags": list(body.get("tags") or []),
                 "name": str(body.get("name") or ""),
-                "description": str(body.get("description") or ""),
                 "admin_state_up": bool(body.get("admin_state_up", True)),
             }
         )
+        if "description" in defaults:  # members and health monitors have none
+            record["description"] = str(body.get("description") or "")
         return record
 
     def touch(self, record: Record) -> None:
-        record["updated_at"] = iso(self.clock.now())
+        record["updated_at"] = iso_no_z(self.clock.now())
 
     # -- quotas ---------------------------------------------------------------------------
 

@@ -30,7 +30,14 @@ MEMBER_FIELDS: Mapping[str, Any] = {
     "monitor_port": None,
     "vnic_type": "normal",
 }
-MEMBER_CREATE = (*MEMBER_FIELDS, "project_id", "tenant_id", "tags", "description")
+# POST takes ``request_sriov`` (shown as ``vnic_type``: ``direct`` or ``normal``), not ``vnic_type``
+MEMBER_CREATE = (
+    *(k for k in MEMBER_FIELDS if k != "vnic_type"),
+    "project_id",
+    "tenant_id",
+    "tags",
+    "request_sriov",
+)
 MEMBER_UPDATE = (
     "name",
     "weight",
@@ -39,7 +46,6 @@ MEMBER_UPDATE = (
     "monitor_address",
     "monitor_port",
     "tags",
-    "description",
 )
 HM_FIELDS: Mapping[str, Any] = {
     "name": "",
@@ -55,7 +61,7 @@ HM_FIELDS: Mapping[str, Any] = {
     "domain_name": None,
     "admin_state_up": True,
 }
-HM_CREATE = (*HM_FIELDS, "pool_id", "project_id", "tenant_id", "tags", "description")
+HM_CREATE = (*HM_FIELDS, "pool_id", "project_id", "tenant_id", "tags")
 HM_UPDATE = (
     "name",
     "delay",
@@ -107,6 +113,7 @@ class Members(Listeners):
 
     def _new_member(self, ctx: AuthContext, pool: Record, body: Mapping[str, Any]) -> Record:
         member = self.new_record("member", ctx, body, MEMBER_FIELDS)
+        member["vnic_type"] = "direct" if body.get("request_sriov") else "normal"
         member.update({"_lb_id": pool["_lb_id"], "_pool_id": pool["id"]})
         self.store.put("member", member)
         pool["members"].append({"id": member["id"]})

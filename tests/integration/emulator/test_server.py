@@ -1,0 +1,132 @@
+"""The aiohttp front and the server lifecycle: keep-alive, dropped connections, clean stops.
+
+These run their own emulators (not the session one), since they stop them.
+"""
+
+from __future__ import annotations
+
+import gc
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from emulator.cloud import CloudConfig
+from emulator.faults import FaultConfig, FaultRule
+from emulator.server import start
+
+
+def open_fds() -> int:
+    gc.collect()  # sockets of earlier tests' clients that are only waiting for collection
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_start_and_stop_repeatedly_leaves_no_threads_or_sockets() -> None:
+    before_threads = {t.ident for t in threading.enumerate()}
+    before_fds = open_fds()
+    for _ in range(4):
+        handle = start()
+        with requests.Session() as session:
+            for _ in range(3):
+                assert session.get(f"{handle.url}/admin/health", timeout=10).status_code == 200
+        idle = http.client.HTTPConnection(handle.host, handle.port, timeout=10)
+        idle.request("GET", "/identity/")  # an idle keep-alive connection at stop time
+        idle.getresponse().read()
+        port = handle.port
+        handle.stop()
+        idle.close()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    leftover = [t.name for t in threading.enumerate() if t.ident not in before_threads]
+    assert leftover == []  # no event loop thread, no worker thread
+    assert open_fds() <= before_fds  # four servers later: no socket left open
+
+
+def test_keep_alive_serves_many_requests_on_one_connection() -> None:
+    handle = start()
+    try:
+        conn = http.client.HTTPConnection(handle.host, handle.port, timeout=10)
+        conn.request("GET", "/admin/health")
+        first = conn.getresponse()
+        assert first.status == 200
+        first.read()
+        assert conn.sock is not None
+        local = conn.sock.getsockname()
+        for path in ("/identity/v3", "/load-balancer/", "/admin/topology"):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200
+            assert response.getheader("X-OpenStack-Request-Id", "").startswith("req-")
+            assert conn.sock.getsockname() == local  # same TCP connection
+        conn.close()
+    finally:
+        handle.stop()
+
+
+def test_dropped_connection_is_a_reset_without_a_response() -> None:
+    faults = FaultConfig(rules=(FaultRule(operation="keystone.token.create", drop=True),))
+    handle = start(config=CloudConfig(faults=faults))
+    try:
+        sock = socket.create_connection((handle.host, handle.port), timeout=10)
+        body = json.dumps({"auth": {}}).encode()
+        sock.sendall(
+            b"POST /identity/v3/auth/tokens HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
+        try:
+            answer: bytes | None = sock.recv(65536)
+        except ConnectionResetError:
+            answer = None  # a TCP reset, and no response bytes before it
+        finally:
+            sock.close()
+        assert answer is None
+        with requests.Session() as session:  # the server itself goes on serving
+            assert session.get(f"{handle.url}/admin/health", timeout=10).status_code == 200
+    finally:
+        handle.stop()
+
+
+def test_head_answers_headers_without_a_body() -> None:
+    handle = start()
+    try:
+        response = requests.head(f"{handle.url}/load-balancer/", timeout=10)
+        assert response.status_code == 200
+        assert response.content == b""
+        assert int(response.headers["Content-Length"]) > 0
+    finally:
+        handle.stop()
+
+
+def test_python_m_emulator_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    clouds = tmp_path / "clouds.yaml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--clouds-yaml", str(clouds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("auth_url: http://127.0.0.1:")
+        auth_url = first.split(": ", 1)[1].strip()
+        assert clouds.exists()  # written before the auth URL is printed
+        assert requests.get(auth_url, timeout=10).json()["version"]["id"].startswith("v3")
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
