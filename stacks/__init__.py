@@ -1,0 +1,6 @@
+"""The Pulumi program of lb-reconciler: a ``LoadBalancerSpec`` -> OpenStack resources.
+
+:mod:`stacks.program` declares the resources (and is what both the controller's Automation API
+and the plain CLI run); :mod:`stacks.lookups` fills the holes the pure model leaves to the cloud
+with Pulumi data sources. No Kubernetes, no I/O besides Pulumi.
+"""

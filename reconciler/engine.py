@@ -1,0 +1,513 @@
+"""The stack engine: one Pulumi stack per Service, driven through the Automation API.
+
+:class:`Engine` holds the settings (backend, secrets, credentials, deadlines); :meth:`Engine.stack`
+gives the :class:`ServiceStack` of one Service, whose four operations are what the controller
+calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
+and :meth:`~ServiceStack.refresh`. Decisions (names, tags, skip or not, what a crash left) are
+pure functions in :mod:`reconciler.engine_plan`; errors are classified in
+:mod:`reconciler.engine_errors`; this module only runs ``pulumi`` and reports.
+
+* **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
+  project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
+  credentials encrypted by the stack's secrets provider). The program is
+  :func:`stacks.program.main` run inline, the same function the plain CLI runs.
+* **Backend** ``backend_url`` (any URL Pulumi accepts: ``file://``, ``s3://``, ``azblob://``,
+  ``gs://``, ``postgres://``, Pulumi Cloud), default ``file://<state_dir>/backend``.
+  **Secrets** ``secrets_provider`` (``passphrase`` by default, or a KMS URL) and the passphrase.
+* **Credentials** go in as the OpenStack provider's configuration; the secret ones
+  (password, application-credential secret, token) with ``--secret`` and on stdin, never on a
+  command line, so they are encrypted in the config file and in the state, and are redacted from
+  any error text.
+* **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
+  hash (set only after a successful ``up``, removed before one starts).
+* **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
+  host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
+  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine_plan`).
+  An operation that runs past ``operation_timeout`` gets SIGINT (pulumi then stops cleanly and
+  releases its lock), SIGKILL after ``interrupt_grace``; the next operation recovers.
+* **Shared load balancers**: deleting the owner while others use it releases the load balancer
+  (retained in the cloud, as OCCM does); the last sharer's ``delete`` removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from pulumi import automation as auto
+
+from reconciler.config import AuthConfig, Secret
+from reconciler.engine_errors import (
+    EngineError,
+    UpTimeoutError,
+    classify,
+    redact,
+    summarize,
+)
+from reconciler.engine_plan import (
+    HASH_TAG,
+    LB_ID_TAG,
+    PROJECT,
+    SHARED_TAG,
+    pending_creates,
+    provider_config,
+    secret_values,
+    should_skip,
+    stack_name,
+    stack_tags,
+)
+from reconciler.model.spec import LoadBalancerSpec, ServiceRef
+from reconciler.openstack_rest import OpenStackRest
+from reconciler.toolchain import Toolchain
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY, main
+
+__all__ = ["DeleteResult", "Engine", "EngineSettings", "EnsureResult", "ServiceStack"]
+
+log = logging.getLogger("reconciler.engine")
+T = TypeVar("T")
+OWNS_TAG = "lbr:owns-lb"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    cluster_name: str
+    state_dir: Path
+    auth: AuthConfig
+    toolchain: Toolchain
+    backend_url: str = ""  # default: file://<state_dir>/backend
+    secrets_provider: str = "passphrase"
+    passphrase: Secret = field(default_factory=Secret)
+    operation_timeout: float = 900.0
+    interrupt_grace: float = 30.0
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        return self.backend_url or (self.state_dir / "backend").as_uri()
+
+
+@dataclass(frozen=True)
+class EnsureResult:
+    changed: bool  # False: skipped, the spec was already applied
+    spec_hash: str
+    outputs: dict[str, Any]
+    resource_changes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    existed: bool
+    released_load_balancer: bool = False  # kept in the cloud for the Services still on it
+    deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
+
+
+class Engine:
+    """Settings plus the pieces every Service's stack shares."""
+
+    def __init__(self, *, settings: EngineSettings) -> None:
+        self.settings = settings
+        self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
+        if settings.backend.startswith("file://"):
+            Path(unquote(urlsplit(settings.backend).path)).mkdir(parents=True, exist_ok=True)
+
+    def stack(self, *, service: ServiceRef) -> ServiceStack:
+        return ServiceStack(engine=self, service=service)
+
+    def env(self) -> dict[str, str]:
+        env = self.settings.toolchain.env()
+        env.update(self.settings.extra_env)
+        env["PULUMI_BACKEND_URL"] = self.settings.backend
+        env["PULUMI_CONFIG_PASSPHRASE"] = self.settings.passphrase.reveal()
+        env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+        return env
+
+    def error(self, exc: BaseException, *, stack: str, doing: str) -> EngineError:
+        text = redact(str(exc), self._secrets)
+        cls = classify(text)
+        return cls(f"{doing} of stack {stack} failed: {summarize(text)}", stack=stack)
+
+    def rest(self) -> OpenStackRest:
+        return OpenStackRest(auth=self.settings.auth)
+
+
+class ServiceStack:
+    """The stack of one Service. One caller at a time per Service (the controller's queue)."""
+
+    def __init__(self, *, engine: Engine, service: ServiceRef) -> None:
+        self.engine = engine
+        self.service = service
+        s = engine.settings
+        self.name = stack_name(
+            cluster_name=s.cluster_name, namespace=service.namespace, name=service.name
+        )
+        self.work_dir = s.state_dir / "work" / self.name
+        self._imports: dict[str, str] = {}  # logical name -> cloud ID, for the next up only
+
+    # --- opening the stack -------------------------------------------------------------------
+
+    def _workspace_options(self) -> auto.LocalWorkspaceOptions:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        return auto.LocalWorkspaceOptions(
+            work_dir=str(self.work_dir),
+            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
+            env_vars=self.engine.env(),
+            secrets_provider=self.engine.settings.secrets_provider,
+        )
+
+    def _open(self, *, create: bool) -> auto.Stack | None:
+        opts = self._workspace_options()
+        self._clear_stale_locks()
+        try:
+            if create:
+                stack = auto.create_or_select_stack(
+                    stack_name=self.name, project_name=PROJECT, program=main, opts=opts
+                )
+            else:
+                stack = auto.select_stack(
+                    stack_name=self.name, project_name=PROJECT, program=main, opts=opts
+                )
+        except auto.StackNotFoundError:
+            return None
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="opening") from None
+        return stack
+
+    def _ensure_tags(self, stack: auto.Stack, tags: Mapping[str, str]) -> dict[str, str]:
+        s = self.engine.settings
+        wanted = stack_tags(
+            cluster_name=s.cluster_name,
+            namespace=self.service.namespace,
+            name=self.service.name,
+            uid=self.service.uid,
+        )
+        current = dict(tags)
+        for key, value in wanted.items():
+            if current.get(key) != value:
+                stack.set_tag(key, value)
+                current[key] = value
+        return current
+
+    # --- the four operations -----------------------------------------------------------------
+
+    def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
+        """Bring the cloud to ``spec``; nothing happens if it was the last applied spec."""
+        stack = self._open(create=True)
+        assert stack is not None
+        digest = spec.spec_hash()
+        tags = self._ensure_tags(stack, stack.list_tags())
+        self._recover(stack)
+        if should_skip(tags=tags, spec_hash=digest):
+            return EnsureResult(False, digest, self._outputs(stack), {})
+        if HASH_TAG in tags:
+            stack.remove_tag(HASH_TAG)
+        self._configure(stack, spec, release=False)
+        result = self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="up")
+        outputs = _plain(result.outputs)
+        self._record(stack, tags, outputs, digest)
+        if self._imports:
+            self._imports = {}
+            stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
+        changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        return EnsureResult(True, digest, outputs, changes)
+
+    def preview(self, spec: LoadBalancerSpec) -> dict[str, int]:
+        """What ``ensure(spec)`` would change, by operation (``{"create": 5, "same": 2}``)."""
+        stack = self._open(create=True)
+        assert stack is not None
+        self._ensure_tags(stack, stack.list_tags())
+        self._recover(stack)
+        self._configure(stack, spec, release=False)
+        result = self._deadline(
+            lambda: stack.preview(on_output=_quiet), stack=stack, doing="preview"
+        )
+        return {str(k): int(v) for k, v in result.change_summary.items()}
+
+    def refresh(self) -> dict[str, int]:
+        """Read the cloud back into the state; drift makes the next ``ensure`` run ``up``."""
+        stack = self._open(create=False)
+        if stack is None:
+            return {}
+        self._recover(stack)
+        result = self._deadline(
+            lambda: stack.refresh(on_output=_quiet), stack=stack, doing="refresh"
+        )
+        changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        if any(k != "same" and v for k, v in changes.items()):
+            with contextlib.suppress(auto.CommandError):
+                stack.remove_tag(HASH_TAG)
+        return changes
+
+    def delete(self) -> DeleteResult:
+        """Destroy everything the stack made, then remove the stack."""
+        stack = self._open(create=False)
+        if stack is None:
+            return DeleteResult(existed=False)
+        self._recover(stack)
+        outputs = self._outputs(stack)
+        lb_id = str(outputs.get("lb_id") or "")
+        shared = bool(outputs.get("shared"))
+        released = False
+        if lb_id and not shared and self._others_on(lb_id, outputs):
+            stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
+            with contextlib.suppress(auto.CommandError):
+                stack.remove_tag(HASH_TAG)
+            self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="release")
+            released = True
+        self._deadline(lambda: stack.destroy(on_output=_quiet), stack=stack, doing="destroy")
+        try:
+            stack.workspace.remove_stack(self.name)
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="stack rm") from None
+        gone = False
+        if lb_id and shared:
+            gone = self._delete_released(lb_id)
+        return DeleteResult(True, released, gone)
+
+    # --- pieces ------------------------------------------------------------------------------
+
+    def _configure(self, stack: auto.Stack, spec: LoadBalancerSpec, *, release: bool) -> None:
+        plain = {
+            f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
+            f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
+            f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(self._imports)),
+        }
+        secrets = {}
+        for key, (value, secret) in provider_config(self.engine.settings.auth).items():
+            if secret:
+                secrets[key] = value
+            else:
+                plain[key] = auto.ConfigValue(value)
+        try:
+            stack.set_all_config(plain)
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="config") from None
+        for key, value in secrets.items():
+            self._pulumi(["config", "set", "--secret", key], stdin=value)
+
+    def _record(
+        self, stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any], digest: str
+    ) -> None:
+        lb_id = str(outputs.get("lb_id") or "")
+        if lb_id and tags.get(LB_ID_TAG) != lb_id:
+            stack.set_tag(LB_ID_TAG, lb_id)
+        shared = str(bool(outputs.get("shared"))).lower()
+        if tags.get(SHARED_TAG) != shared:
+            stack.set_tag(SHARED_TAG, shared)
+        if shared == "false" and lb_id and tags.get(OWNS_TAG) != lb_id:
+            stack.set_tag(OWNS_TAG, lb_id)
+        stack.set_tag(HASH_TAG, digest)
+
+    def _outputs(self, stack: auto.Stack) -> dict[str, Any]:
+        return _plain(stack.outputs())
+
+    def _pulumi(self, args: list[str], *, stdin: str | None = None) -> str:
+        """Run the CLI directly (for what the Automation API would put on a command line)."""
+        done = subprocess.run(
+            [str(self.engine.settings.toolchain.path("pulumi")), *args, "--stack", self.name],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=self.work_dir,
+            env=self.engine.env(),
+            check=False,
+        )
+        if done.returncode != 0:
+            text = done.stdout + done.stderr
+            raise self.engine.error(
+                RuntimeError(text), stack=self.name, doing=f"pulumi {args[0]} {args[1]}"
+            )
+        return done.stdout
+
+    def _deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T:
+        """Run a stack operation; interrupt it if it outlives the operation timeout."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = run()
+            except BaseException as exc:
+                box["error"] = exc
+
+        settings = self.engine.settings
+        thread = threading.Thread(target=target, name=f"pulumi-{doing}-{self.name}", daemon=True)
+        thread.start()
+        thread.join(settings.operation_timeout)
+        if thread.is_alive():
+            for pid in _children_running(stack_name=self.name):
+                _signal(pid, signal.SIGINT)
+            thread.join(settings.interrupt_grace)
+            if thread.is_alive():
+                for pid in _children_running(stack_name=self.name):
+                    _signal(pid, signal.SIGKILL)
+                thread.join(settings.interrupt_grace)
+            raise UpTimeoutError(
+                f"{doing} of stack {self.name} ran past {settings.operation_timeout}s and was "
+                "interrupted; the next operation recovers the stack",
+                stack=self.name,
+            )
+        if "error" in box:
+            error = box["error"]
+            if isinstance(error, Exception):
+                raise self.engine.error(error, stack=self.name, doing=doing) from None
+            raise error
+        value: T = box["value"]
+        return value
+
+    # --- crash recovery ----------------------------------------------------------------------
+
+    def _lock_dir(self) -> Path | None:
+        backend = self.engine.settings.backend
+        if not backend.startswith("file://"):
+            return None
+        root = Path(unquote(urlsplit(backend).path))
+        return root / ".pulumi" / "locks" / "organization" / PROJECT / self.name
+
+    def _clear_stale_locks(self) -> None:
+        """Remove file-backend locks whose owner process (on this host) is gone."""
+        folder = self._lock_dir()
+        if folder is None or not folder.is_dir():
+            return
+        for lock in folder.glob("*.json"):
+            try:
+                owner = json.loads(lock.read_text())
+            except (OSError, ValueError):
+                continue
+            same_host = owner.get("hostname") == socket.gethostname()
+            if same_host and not _alive(int(owner.get("pid") or 0)):
+                log.warning("removing stale lock of stack %s (pid %s)", self.name, owner["pid"])
+                lock.unlink(missing_ok=True)
+
+    def _recover(self, stack: auto.Stack) -> None:
+        """Resolve what an interrupted operation left in the state."""
+        deployment = stack.export_stack()
+        state: dict[str, Any] = dict(deployment.deployment or {})
+        ops = state.get("pending_operations") or []
+        if not ops:
+            return
+        known = {str(r.get("id")) for r in state.get("resources") or [] if r.get("id")}
+        imports: list[tuple[str, str]] = []
+        rest = self.engine.rest()
+        for pending in pending_creates(state):
+            if pending.idempotent:
+                continue
+            ids = rest.find_ids(type_token=pending.type, find_by=pending.find_by) or []
+            fresh = [i for i in ids if i not in known]
+            if fresh:
+                imports.append((pending.urn, fresh[0]))
+                known.add(fresh[0])
+        log.warning(
+            "stack %s: %d pending operations after a crash; importing %d",
+            self.name,
+            len(ops),
+            len(imports),
+        )
+        # Drop every pending operation from the state (the rest is as the crash left it), then
+        # have the next `up` import the found objects under their logical names (the program
+        # declares them with `import_`), so they are adopted, not created a second time.
+        state["pending_operations"] = []
+        stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
+        self._imports = {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+
+    # --- shared load balancers ---------------------------------------------------------------
+
+    def _others_on(self, lb_id: str, outputs: Mapping[str, Any]) -> bool:
+        ours = json.loads(str(outputs.get("spec") or "{}")).get("name")
+        return any(
+            any(t != ours for t in tags if t) for tags in self.engine.rest().listener_tags(lb_id)
+        )
+
+    def _delete_released(self, lb_id: str) -> bool:
+        """As the last Service on a load balancer released by its owner, delete it."""
+        rest = self.engine.rest()
+        if rest.listener_tags(lb_id):
+            return False
+        owners = self._pulumi_stacks_tagged(OWNS_TAG, lb_id)
+        if owners:
+            return False
+        lb = rest.load_balancer(lb_id)
+        if lb is None:
+            return False
+        for fip in rest.floating_ips_on_port(str(lb.get("vip_port_id"))):
+            if "Floating IP for Kubernetes external service" in str(fip.get("description")):
+                rest.delete_floating_ip(str(fip["id"]))
+        rest.delete_load_balancer(lb_id)
+        return True
+
+    def _pulumi_stacks_tagged(self, key: str, value: str) -> list[str]:
+        done = subprocess.run(
+            [
+                str(self.engine.settings.toolchain.path("pulumi")),
+                "stack",
+                "ls",
+                "--tag",
+                f"{key}={value}",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=self.work_dir,
+            env=self.engine.env(),
+            check=True,
+        )
+        return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
+
+
+OUTPUT_KEYS = ("spec", "spec_hash", "lb_id", "vip_address", "vip_port_id", "floating_ip", "shared")
+
+
+def _plain(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
+    """Stack outputs as plain values; Pulumi drops None outputs, they come back as None."""
+    plain = {key: None for key in OUTPUT_KEYS}
+    plain.update({k: v.value for k, v in outputs.items()})
+    return plain
+
+
+def _quiet(_line: str) -> None:
+    """Pulumi's progress output is not logged (it may quote inputs)."""
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _children_running(*, stack_name: str) -> list[int]:
+    """PIDs of this process's ``pulumi`` children working on ``stack_name``."""
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        args = [a.decode(errors="replace") for a in cmdline if a]
+        if ppid == me and args and Path(args[0]).name == "pulumi" and stack_name in args:
+            found.append(int(entry.name))
+    return found

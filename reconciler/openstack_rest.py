@@ -1,0 +1,208 @@
+"""A very small OpenStack REST client for what the engine must do outside a Pulumi program.
+
+Two jobs only, both about objects that no stack state records:
+
+* after a crash, find the objects of *pending creates* by name (or description), so they can be
+  imported into the stack instead of leaking (:meth:`OpenStackRest.find_ids`);
+* shared load balancers: who else has listeners on one (:meth:`listener_tags`), and deleting a
+  load balancer that its owner's stack released once its last Service is gone.
+
+Keystone v3 password or application-credential authentication from cloud.conf ``[Global]``, the
+catalog's public endpoints in the configured region; JSON over ``urllib`` (no extra dependency).
+The token and credentials are never logged or put into exception messages.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.config import AuthConfig
+
+__all__ = ["OpenStackRest", "OpenStackRestError"]
+
+TIMEOUT = 30.0
+
+# Pulumi type token -> (service type, collection path, JSON key of the list, filters to send)
+_COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
+    "openstack:loadbalancer/loadBalancer:LoadBalancer": (
+        "load-balancer",
+        "v2/lbaas/loadbalancers",
+        "loadbalancers",
+        (("name", "name"),),
+    ),
+    "openstack:loadbalancer/listener:Listener": (
+        "load-balancer",
+        "v2/lbaas/listeners",
+        "listeners",
+        (("name", "name"), ("loadbalancerId", "loadbalancer_id")),
+    ),
+    "openstack:loadbalancer/pool:Pool": (
+        "load-balancer",
+        "v2/lbaas/pools",
+        "pools",
+        (("name", "name"),),
+    ),
+    "openstack:loadbalancer/monitor:Monitor": (
+        "load-balancer",
+        "v2/lbaas/healthmonitors",
+        "healthmonitors",
+        (("name", "name"),),
+    ),
+    "openstack:networking/floatingIp:FloatingIp": (
+        "network",
+        "v2.0/floatingips",
+        "floatingips",
+        (("description", "description"),),
+    ),
+    "openstack:networking/secGroup:SecGroup": (
+        "network",
+        "v2.0/security-groups",
+        "security_groups",
+        (("name", "name"),),
+    ),
+}
+
+
+class OpenStackRestError(Exception):
+    """A request failed; the message has the method, path and status, never the token."""
+
+
+@dataclass
+class OpenStackRest:
+    auth: AuthConfig
+    _token: str = field(default="", repr=False)
+    _endpoints: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def _context(self) -> ssl.SSLContext | None:
+        if self.auth.tls_insecure:
+            return ssl._create_unverified_context()  # noqa: S323 - the operator asked for it
+        if self.auth.ca_file:
+            return ssl.create_default_context(cafile=self.auth.ca_file)
+        return None
+
+    def _send(
+        self, method: str, url: str, body: Any = None, token: bool = True
+    ) -> tuple[int, dict[str, str], Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("X-Auth-Token", self._login())
+        try:
+            with urllib.request.urlopen(  # noqa: S310
+                request, timeout=TIMEOUT, context=self._context()
+            ) as response:
+                raw = response.read()
+                headers = dict(response.headers.items())
+                return response.status, headers, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            path = urllib.parse.urlsplit(url).path
+            raise OpenStackRestError(f"{method} {path}: HTTP {exc.code}") from None
+        except OSError as exc:
+            path = urllib.parse.urlsplit(url).path
+            raise OpenStackRestError(f"{method} {path}: {type(exc).__name__}") from None
+
+    def _login(self) -> str:
+        if self._token:
+            return self._token
+        a = self.auth
+        if a.application_credential_id or a.application_credential_name:
+            cred: dict[str, Any] = {"secret": a.application_credential_secret.reveal()}
+            if a.application_credential_id:
+                cred["id"] = a.application_credential_id
+            else:
+                cred["name"] = a.application_credential_name
+                cred["user"] = self._user()
+            identity: dict[str, Any] = {
+                "methods": ["application_credential"],
+                "application_credential": cred,
+            }
+            body: dict[str, Any] = {"auth": {"identity": identity}}
+        else:
+            user = self._user()
+            user["password"] = a.password.reveal()
+            identity = {"methods": ["password"], "password": {"user": user}}
+            project: dict[str, Any] = (
+                {"id": a.tenant_id}
+                if a.tenant_id
+                else {"name": a.tenant_name, "domain": self._domain(project=True)}
+            )
+            body = {"auth": {"identity": identity, "scope": {"project": project}}}
+        url = a.auth_url.rstrip("/") + "/auth/tokens"
+        _status, headers, payload = self._send("POST", url, body, token=False)
+        self._token = headers.get("X-Subject-Token", "")
+        for service in payload["token"].get("catalog", []):
+            for ep in service.get("endpoints", []):
+                region_ok = not a.region or a.region in (ep.get("region"), ep.get("region_id"))
+                if ep.get("interface") == "public" and region_ok:
+                    self._endpoints[service["type"]] = ep["url"].rstrip("/")
+        return self._token
+
+    def _user(self) -> dict[str, Any]:
+        a = self.auth
+        if a.user_id:
+            return {"id": a.user_id}
+        return {"name": a.username, "domain": self._domain(project=False)}
+
+    def _domain(self, *, project: bool) -> dict[str, str]:
+        a = self.auth
+        did = (a.tenant_domain_id if project else a.user_domain_id) or a.domain_id
+        dname = (a.tenant_domain_name if project else a.user_domain_name) or a.domain_name
+        return {"id": did} if did else {"name": dname or "Default"}
+
+    def _url(self, service: str, path: str, query: dict[str, str] | None = None) -> str:
+        self._login()
+        base = self._endpoints.get(service)
+        if base is None:
+            raise OpenStackRestError(f"no public {service} endpoint in the catalog")
+        return f"{base}/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+
+    def find_ids(self, *, type_token: str, find_by: dict[str, str]) -> list[str] | None:
+        """IDs of the objects of this type matching ``find_by``; None if the type is unknown."""
+        entry = _COLLECTIONS.get(type_token)
+        if entry is None:
+            return None
+        service, path, key, filters = entry
+        query = {api: find_by[ours] for ours, api in filters if ours in find_by}
+        if not query:
+            return []
+        _status, _headers, payload = self._send("GET", self._url(service, path, query))
+        return [str(item["id"]) for item in payload.get(key, [])]
+
+    def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
+        """The tags of each listener on a load balancer."""
+        url = self._url("load-balancer", "v2/lbaas/listeners", {"loadbalancer_id": lb_id})
+        _status, _headers, payload = self._send("GET", url)
+        return [tuple(item.get("tags") or ()) for item in payload.get("listeners", [])]
+
+    def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
+        try:
+            url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}")
+            _status, _headers, payload = self._send("GET", url)
+        except OpenStackRestError as exc:
+            if "HTTP 404" in str(exc):
+                return None
+            raise
+        lb: dict[str, Any] = payload["loadbalancer"]
+        return lb
+
+    def delete_load_balancer(self, lb_id: str) -> None:
+        url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}", {"cascade": "true"})
+        self._send("DELETE", url)
+
+    def floating_ips_on_port(self, port_id: str) -> list[dict[str, Any]]:
+        url = self._url("network", "v2.0/floatingips", {"port_id": port_id})
+        _status, _headers, payload = self._send("GET", url)
+        found: list[dict[str, Any]] = payload.get("floatingips", [])
+        return found
+
+    def delete_floating_ip(self, fip_id: str) -> None:
+        self._send("DELETE", self._url("network", f"v2.0/floatingips/{fip_id}"))

@@ -1,0 +1,106 @@
+"""Kill ``pulumi`` in the middle of an ``up``; the next ``ensure`` converges, nothing leaks.
+
+The emulator gets a slow load-balancer create (the provider waits for ACTIVE), so the ``up`` is
+caught while the state records a *pending create* of the load balancer: the request reached the
+cloud but its ID never reached the state. The ``pulumi`` child is SIGKILLed (no chance to clean
+up: the backend lock stays, the pending operation stays). The next ``ensure`` must clear the
+stale lock, find the load balancer by name and import it, and finish: exactly one load balancer,
+and ``delete`` leaves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.server import EmulatorHandle, start
+from emulator.timing import TimingProfile
+from reconciler.engine import _children_running
+from reconciler.engine_errors import EngineError
+from reconciler.toolchain import Toolchain
+from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
+
+SLOW_CREATE = TimingProfile(name="slow-create", lb_create=4.0, lb_update=0, lb_delete=0, child=0)
+
+
+@pytest.fixture
+def slow_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
+    handle: EmulatorHandle = start(config=EmulatorConfig(timing=SLOW_CREATE))
+    try:
+        cloud = Cloud(handle)
+        yield Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
+        wait_until(lambda: cloud.created() == {} or None, timeout=15)
+    finally:
+        handle.stop()
+
+
+def _pending(state_file: Path) -> list[dict[str, Any]]:
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return []
+    ops: list[dict[str, Any]] = (state.get("checkpoint", {}).get("latest") or {}).get(
+        "pending_operations"
+    ) or []
+    return ops
+
+
+def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
+    env = slow_env
+    config = env.config()
+    svc = service("crash")
+    spec = spec_for(svc, config)
+    stack = env.engine(config).stack(service=spec.service)
+    state_file = (
+        env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
+    )
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            stack.ensure(spec)
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    ops = wait_until(
+        lambda: [
+            op
+            for op in _pending(state_file)
+            if op["resource"]["type"].endswith("LoadBalancer") and op["type"] == "creating"
+        ],
+        timeout=60,
+    )
+    assert ops
+    wait_until(lambda: env.cloud.lbs(), timeout=10)  # the create reached the cloud
+    pids = wait_until(lambda: _children_running(stack_name=stack.name), timeout=10)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    worker.join(timeout=120)
+    assert not worker.is_alive()
+    assert errors
+    assert isinstance(errors[0], EngineError)
+    locks = env.state_dir / "backend" / ".pulumi" / "locks"
+    assert list(locks.rglob("*.json")), "the killed pulumi left its lock"
+    assert len(env.cloud.lbs()) == 1
+
+    result = stack.ensure(spec)
+    assert result.changed
+    lb = only(env.cloud.lbs())  # imported, not duplicated
+    assert result.outputs["lb_id"] == lb["id"]
+    inv = env.cloud.inventory()
+    assert len(inv["listeners"]) == 1
+    assert len(inv["members"]) == 2
+    assert not _pending(state_file)
+    assert not stack.ensure(spec).changed
+    stack.delete()
+    assert env.cloud.lbs() == []

@@ -1,0 +1,127 @@
+"""Pure parts of the engine: stack names, tags, skip rule, provider config, crash leftovers."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reconciler.config import AuthConfig, Secret
+from reconciler.engine_errors import (
+    ConflictError,
+    InternalError,
+    InvalidConfigError,
+    QuotaError,
+    classify,
+    redact,
+)
+from reconciler.engine_plan import (
+    HASH_TAG,
+    pending_creates,
+    provider_config,
+    secret_values,
+    should_skip,
+    stack_name,
+    stack_tags,
+)
+
+SAFE = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
+
+
+def test_stack_name_is_readable_when_it_can_be() -> None:
+    assert stack_name(cluster_name="prod", namespace="default", name="web") == "prod.default.web"
+
+
+def test_stack_name_sanitizes_and_suffixes_a_digest() -> None:
+    a = stack_name(cluster_name="prod.eu", namespace="default", name="web")
+    b = stack_name(cluster_name="prod_eu", namespace="default", name="web")
+    assert a != b
+    assert a.startswith("prod_eu.default.web-")
+    assert b == "prod_eu.default.web"
+
+
+@given(cluster=st.text(min_size=1, max_size=120), namespace=SAFE, name=SAFE)
+def test_stack_names_are_valid_and_stable(cluster: str, namespace: str, name: str) -> None:
+    got = stack_name(cluster_name=cluster, namespace=namespace, name=name)
+    assert len(got) <= 100
+    assert all(c.isascii() and (c.isalnum() or c in "._-") for c in got)
+    assert got == stack_name(cluster_name=cluster, namespace=namespace, name=name)
+
+
+def test_long_names_do_not_collide() -> None:
+    long = "n" * 63
+    a = stack_name(cluster_name="c" * 40, namespace=long, name=long + "a"[:0])
+    b = stack_name(cluster_name="c" * 40, namespace=long, name=long[:-1] + "m")
+    assert a != b
+    assert len(a) <= 100
+
+
+def test_tags_and_skip() -> None:
+    tags = stack_tags(cluster_name="c", namespace="ns", name="n", uid="u")
+    assert tags == {"lbr:cluster": "c", "lbr:namespace": "ns", "lbr:name": "n", "lbr:uid": "u"}
+    assert should_skip(tags={HASH_TAG: "abc"}, spec_hash="abc")
+    assert not should_skip(tags={}, spec_hash="abc")
+    assert not should_skip(tags={HASH_TAG: "abd"}, spec_hash="abc")
+
+
+def test_provider_config_marks_secrets() -> None:
+    auth = AuthConfig(
+        auth_url="http://keystone/v3",
+        username="demo",
+        password=Secret("s3cret"),
+        tenant_name="demo",
+        application_credential_secret=Secret("appsecret"),
+        tls_insecure=True,
+    )
+    config = provider_config(auth)
+    assert config["openstack:authUrl"] == ("http://keystone/v3", False)
+    assert config["openstack:password"] == ("s3cret", True)
+    assert config["openstack:applicationCredentialSecret"] == ("appsecret", True)
+    assert config["openstack:insecure"] == ("true", False)
+    assert "openstack:token" not in config
+    assert sorted(secret_values(auth)) == ["appsecret", "s3cret"]
+
+
+def test_classify() -> None:
+    assert classify("lb-reconciler invalid spec: max-shared-lb") is InvalidConfigError
+    assert classify("Expected HTTP response code [] ... 409 Invalid state PENDING_UPDATE") is (
+        ConflictError
+    )
+    assert classify("error: [Conflict] Quota has been met for resources") is QuotaError
+    assert classify("Bad request with: 400 Invalid input for field") is InvalidConfigError
+    assert classify("panic: nil pointer") is InternalError
+
+
+def test_redact() -> None:
+    assert redact("password=hunter2 ok", ["hunter2", ""]) == "password=[secret] ok"
+
+
+def test_pending_creates() -> None:
+    deployment = {
+        "pending_operations": [
+            {
+                "type": "creating",
+                "resource": {
+                    "urn": "urn:pulumi:s::lb-reconciler::openstack:loadbalancer/loadBalancer:"
+                    "LoadBalancer::lb",
+                    "type": "openstack:loadbalancer/loadBalancer:LoadBalancer",
+                    "inputs": {"name": "kube_service_c_ns_n", "vipSubnetId": "x"},
+                },
+            },
+            {
+                "type": "creating",
+                "resource": {
+                    "urn": "urn:...::members-tcp-80",
+                    "type": "openstack:loadbalancer/members:Members",
+                    "inputs": {"poolId": "p"},
+                },
+            },
+            {"type": "updating", "resource": {"urn": "u", "type": "t", "inputs": {}}},
+        ]
+    }
+    found = pending_creates(deployment)
+    assert [(p.type.rsplit(":", 1)[-1], p.idempotent) for p in found] == [
+        ("LoadBalancer", False),
+        ("Members", True),
+    ]
+    assert found[0].find_by == {"name": "kube_service_c_ns_n"}
+    assert pending_creates({}) == []

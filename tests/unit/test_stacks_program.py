@@ -1,0 +1,136 @@
+"""The program's shape under Pulumi's unit-test mocks: which resources, names, order, outputs.
+
+The mocks stand in for the engine and the provider only to check what the program declares;
+what the cloud does with it is the integration tests' job (tests/integration/engine).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pytest
+
+from reconciler.config import default_config, with_overrides
+from reconciler.model import LoadBalancerSpec
+from tests.unit.model_helpers import UUID1, spec_of
+
+SUBNET = UUID1
+EXTERNAL = "5a0356e7-d3a3-5400-9468-c6c1c9075c90"
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+        self.calls: list[str] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources.append(args)
+        state = dict(args.inputs)
+        if args.typ.endswith("LoadBalancer"):
+            state.update(vipAddress="10.0.0.5", vipPortId="vip-port")
+        if args.typ.endswith("FloatingIp"):
+            state.update(address="172.24.4.10")
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
+        self.calls.append(args.token)
+        if args.token.endswith("getNetwork"):
+            return {"id": EXTERNAL, "name": "public"}, []
+        if args.token.endswith("getFloatingIp"):
+            raise Exception("Your query returned no results.")
+        if args.token.endswith("getSubnet"):
+            return {"id": SUBNET, "cidr": "10.0.0.0/24"}, []
+        if args.token.endswith("getPort"):
+            raise Exception("Your query returned no results.")
+        return {}, []
+
+
+def run(spec: LoadBalancerSpec) -> Mocks:
+    """Declare ``spec`` under mocks and wait until every registration has reached them."""
+    from stacks.program import declare
+
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, preview=False)
+    pulumi.runtime.test(lambda: declare(spec))()
+    return mocks
+
+
+def by_name(mocks: Mocks) -> dict[str, pulumi.runtime.MockResourceArgs]:
+    return {r.name: r for r in mocks.resources}
+
+
+@pytest.fixture
+def config() -> Any:
+    return with_overrides(default_config(), subnet_id=SUBNET, create_monitor=True)
+
+
+def test_one_port_declares_the_occm_objects(config: Any) -> None:
+    spec = spec_of(config=config)
+    mocks = run(spec)
+    names = by_name(mocks)
+    assert set(names) == {
+        "lb",
+        "listener-tcp-8765",
+        "pool-tcp-8765",
+        "members-tcp-8765",
+        "monitor-tcp-8765",
+        "fip",
+        "fip-association",
+    }
+    lb = names["lb"].inputs
+    assert lb["name"] == "kube_service_kubernetes_default_example-service"
+    assert lb["tags"] == ["kube_service_kubernetes_default_example-service"]
+    assert lb["vipSubnetId"] == SUBNET
+    listener = names["listener-tcp-8765"].inputs
+    assert listener["name"] == "listener_0_kube_service_kubernetes_default_example-service"
+    assert names["fip"].inputs["pool"] == "public"
+    assert names["fip"].inputs["description"].startswith("Floating IP for Kubernetes")
+
+
+def test_internal_has_no_floating_ip(config: Any) -> None:
+    spec = spec_of(
+        {"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}, config=config
+    )
+    mocks = run(spec)
+    assert not [r for r in mocks.resources if "FloatingIp" in r.typ]
+
+
+def test_ports_are_chained_after_each_other(config: Any) -> Any:
+    ports = [
+        {"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30080},
+        {"name": "b", "port": 443, "protocol": "TCP", "nodePort": 30443},
+    ]
+    spec = spec_of(config=config, ports=ports)
+    mocks = run(spec)
+    names = by_name(mocks)
+    assert {"listener-tcp-80", "monitor-tcp-80", "listener-tcp-443", "monitor-tcp-443"} <= set(
+        names
+    )
+    # registration follows the chain: lb, then port 80's chain, then port 443's
+    order = [r.name for r in mocks.resources if not r.name.startswith("fip")]
+    assert order.index("monitor-tcp-80") < order.index("listener-tcp-443")
+
+
+def test_shared_internal_is_refused(config: Any) -> None:
+    from stacks.lookups import InvalidSpecError
+    from stacks.program import declare
+
+    spec = spec_of(
+        {
+            "service.beta.kubernetes.io/openstack-internal-load-balancer": "true",
+            "loadbalancer.openstack.org/load-balancer-id": UUID1,
+        },
+        config=config,
+    )
+    pulumi.runtime.set_mocks(Mocks(), preview=False)
+    with pytest.raises(InvalidSpecError, match="internal Service cannot share"):
+        declare(spec)
+
+
+def test_spec_round_trips_through_config_json(config: Any) -> None:
+    spec = spec_of(config=config)
+    again = LoadBalancerSpec.from_dict(json.loads(spec.canonical_json()))
+    assert again == spec
+    assert again.spec_hash() == spec.spec_hash()
