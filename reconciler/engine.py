@@ -120,6 +120,9 @@ class Engine:
         self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
         if settings.backend.startswith("file://"):
             Path(unquote(urlsplit(settings.backend).path)).mkdir(parents=True, exist_ok=True)
+        # The toolchain's own CLI, never whatever `pulumi` this process's PATH holds; checked
+        # against the SDK's minimum version once, here.
+        self.pulumi_command = auto.PulumiCommand(root=str(settings.toolchain.pulumi_root()))
 
     def stack(self, *, service: ServiceRef) -> ServiceStack:
         return ServiceStack(engine=self, service=service)
@@ -160,6 +163,7 @@ class ServiceStack:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         return auto.LocalWorkspaceOptions(
             work_dir=str(self.work_dir),
+            pulumi_command=self.engine.pulumi_command,
             project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
             env_vars=self.engine.env(),
             secrets_provider=self.engine.settings.secrets_provider,

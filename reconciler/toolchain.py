@@ -14,6 +14,7 @@ version would make previews lie), no update check.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -39,6 +40,27 @@ class Toolchain:
     def path(self, tool: str) -> Path:
         return self.bin_dir / tool
 
+    def pulumi_root(self) -> Path:
+        """A folder whose ``bin/pulumi`` is this toolchain's CLI (the Automation API's ``root``).
+
+        The Automation API runs ``<root>/bin/pulumi`` or else whatever ``pulumi`` the *calling
+        process* finds on PATH; the controller must not depend on its own PATH, so it always
+        passes a root. When the tools folder is not itself named ``bin``, a link farm under the
+        cache provides one.
+        """
+        if self.bin_dir.name == "bin":
+            return self.bin_dir.parent
+        key = hashlib.sha256(str(self.bin_dir.resolve()).encode()).hexdigest()[:12]
+        root = _cache_root() / f"pulumi-root-{key}"
+        link = root / "bin" / "pulumi"
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            tmp = link.with_name(f".pulumi-{os.getpid()}")
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.path("pulumi").resolve())
+            tmp.replace(link)  # atomic: concurrent callers agree
+        return root
+
     def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """An environment for child processes that run ``pulumi`` or the control plane."""
         env = dict(os.environ if base is None else base)
@@ -46,6 +68,11 @@ class Toolchain:
         env.setdefault("PULUMI_SKIP_UPDATE_CHECK", "true")
         env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
         return env
+
+
+def _cache_root() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("LBR_TOOLS_CACHE") or Path(xdg) / "lb-reconciler" / "tools")
 
 
 def _complete(folder: Path, tools: tuple[str, ...]) -> bool:

@@ -52,3 +52,21 @@ def test_env_puts_the_tools_first_and_disables_plugin_downloads(tmp_path: Path) 
     env = Toolchain(bin_dir=tmp_path).env({"PATH": "/usr/bin"})
     assert env["PATH"].split(os.pathsep)[0] == str(tmp_path)
     assert env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] == "true"
+
+
+def test_pulumi_root_is_the_parent_of_a_bin_folder(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    assert Toolchain(bin_dir=bin_dir).pulumi_root() == tmp_path
+
+
+def test_pulumi_root_links_a_bin_folder_for_other_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LBR_TOOLS_CACHE", str(tmp_path / "cache"))
+    tools = tmp_path / "bin-abc"
+    tools.mkdir()
+    _fake_tools(tools, ("pulumi",))
+    root = Toolchain(bin_dir=tools).pulumi_root()
+    assert (root / "bin" / "pulumi").resolve() == (tools / "pulumi").resolve()
+    assert Toolchain(bin_dir=tools).pulumi_root() == root  # stable, idempotent
