@@ -5,7 +5,9 @@ gives the :class:`ServiceStack` of one Service, whose four operations are what t
 calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
 and :meth:`~ServiceStack.refresh`. Decisions (names, tags, skip or not, what a crash left) are
 pure functions in :mod:`reconciler.engine_plan`; errors are classified in
-:mod:`reconciler.engine_errors`; this module only runs ``pulumi`` and reports.
+:mod:`reconciler.engine_errors`; crash recovery (stale locks, pending creates, interrupting a
+hanging ``pulumi``) is in :mod:`reconciler.engine_recovery`; this module only runs the
+operations and reports.
 
 * **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
   project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
@@ -34,11 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import signal
-import socket
 import subprocess
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,25 +46,19 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine_errors import (
-    EngineError,
-    UpTimeoutError,
-    classify,
-    redact,
-    summarize,
-)
+from reconciler.engine_errors import EngineError, classify, redact, summarize
 from reconciler.engine_plan import (
     HASH_TAG,
     LB_ID_TAG,
     PROJECT,
     SHARED_TAG,
-    pending_creates,
     provider_config,
     secret_values,
     should_skip,
     stack_name,
     stack_tags,
 )
+from reconciler.engine_recovery import clear_stale_locks, recover_pending, run_with_deadline
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
@@ -171,7 +163,7 @@ class ServiceStack:
 
     def _open(self, *, create: bool) -> auto.Stack | None:
         opts = self._workspace_options()
-        self._clear_stale_locks()
+        clear_stale_locks(backend=self.engine.settings.backend, stack_name=self.name)
         try:
             if create:
                 stack = auto.create_or_select_stack(
@@ -335,93 +327,21 @@ class ServiceStack:
 
     def _deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T:
         """Run a stack operation; interrupt it if it outlives the operation timeout."""
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = run()
-            except BaseException as exc:
-                box["error"] = exc
-
         settings = self.engine.settings
-        thread = threading.Thread(target=target, name=f"pulumi-{doing}-{self.name}", daemon=True)
-        thread.start()
-        thread.join(settings.operation_timeout)
-        if thread.is_alive():
-            for pid in _children_running(stack_name=self.name):
-                _signal(pid, signal.SIGINT)
-            thread.join(settings.interrupt_grace)
-            if thread.is_alive():
-                for pid in _children_running(stack_name=self.name):
-                    _signal(pid, signal.SIGKILL)
-                thread.join(settings.interrupt_grace)
-            raise UpTimeoutError(
-                f"{doing} of stack {self.name} ran past {settings.operation_timeout}s and was "
-                "interrupted; the next operation recovers the stack",
-                stack=self.name,
-            )
-        if "error" in box:
-            error = box["error"]
-            if isinstance(error, Exception):
-                raise self.engine.error(error, stack=self.name, doing=doing) from None
-            raise error
-        value: T = box["value"]
-        return value
-
-    # --- crash recovery ----------------------------------------------------------------------
-
-    def _lock_dir(self) -> Path | None:
-        backend = self.engine.settings.backend
-        if not backend.startswith("file://"):
-            return None
-        root = Path(unquote(urlsplit(backend).path))
-        return root / ".pulumi" / "locks" / "organization" / PROJECT / self.name
-
-    def _clear_stale_locks(self) -> None:
-        """Remove file-backend locks whose owner process (on this host) is gone."""
-        folder = self._lock_dir()
-        if folder is None or not folder.is_dir():
-            return
-        for lock in folder.glob("*.json"):
-            try:
-                owner = json.loads(lock.read_text())
-            except (OSError, ValueError):
-                continue
-            same_host = owner.get("hostname") == socket.gethostname()
-            if same_host and not _alive(int(owner.get("pid") or 0)):
-                log.warning("removing stale lock of stack %s (pid %s)", self.name, owner["pid"])
-                lock.unlink(missing_ok=True)
+        return run_with_deadline(
+            run,
+            stack_name=self.name,
+            doing=doing,
+            timeout=settings.operation_timeout,
+            grace=settings.interrupt_grace,
+            on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
+        )
 
     def _recover(self, stack: auto.Stack) -> None:
-        """Resolve what an interrupted operation left in the state."""
-        deployment = stack.export_stack()
-        state: dict[str, Any] = dict(deployment.deployment or {})
-        ops = state.get("pending_operations") or []
-        if not ops:
-            return
-        known = {str(r.get("id")) for r in state.get("resources") or [] if r.get("id")}
-        imports: list[tuple[str, str]] = []
-        rest = self.engine.rest()
-        for pending in pending_creates(state):
-            if pending.idempotent:
-                continue
-            ids = rest.find_ids(type_token=pending.type, find_by=pending.find_by) or []
-            fresh = [i for i in ids if i not in known]
-            if fresh:
-                imports.append((pending.urn, fresh[0]))
-                known.add(fresh[0])
-        log.warning(
-            "stack %s: %d pending operations after a crash; importing %d",
-            self.name,
-            len(ops),
-            len(imports),
-        )
-        # Drop every pending operation from the state (the rest is as the crash left it), then
-        # have the next `up` import the found objects under their logical names (the program
-        # declares them with `import_`), so they are adopted, not created a second time.
-        state["pending_operations"] = []
-        stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
-        self._imports = {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+        """Resolve what an interrupted operation left in the state (see engine_recovery)."""
+        imports = recover_pending(stack=stack, stack_name=self.name, rest=self.engine.rest())
+        if imports is not None:
+            self._imports = imports
 
     # --- shared load balancers ---------------------------------------------------------------
 
@@ -479,39 +399,3 @@ def _plain(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
 
 def _quiet(_line: str) -> None:
     """Pulumi's progress output is not logged (it may quote inputs)."""
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _children_running(*, stack_name: str) -> list[int]:
-    """PIDs of this process's ``pulumi`` children working on ``stack_name``."""
-    me = os.getpid()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        args = [a.decode(errors="replace") for a in cmdline if a]
-        if ppid == me and args and Path(args[0]).name == "pulumi" and stack_name in args:
-            found.append(int(entry.name))
-    return found

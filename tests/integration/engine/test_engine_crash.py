@@ -23,8 +23,8 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
-from reconciler.engine import _children_running
 from reconciler.engine_errors import EngineError
+from reconciler.engine_recovery import children_running
 from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 
@@ -82,7 +82,7 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     )
     assert ops
     wait_until(lambda: env.cloud.lbs(), timeout=10)  # the create reached the cloud
-    pids = wait_until(lambda: _children_running(stack_name=stack.name), timeout=10)
+    pids = wait_until(lambda: children_running(stack_name=stack.name), timeout=10)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     worker.join(timeout=120)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfbridge"
 	"github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfbridge/tokens"
-	ptokens "github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	shimv2 "github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfshim/sdk-v2"
+	ptokens "github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/terraform-provider-openstack/terraform-provider-openstack/v3/openstack"
 )
 
@@ -23,24 +23,25 @@ var Version = "0.0.0-dev"
 
 // resources maps Terraform resource names to the SDK's (module, type) pairs.
 var resources = map[string][2]string{
-	"openstack_lb_loadbalancer_v2":                 {"loadbalancer", "LoadBalancer"},
-	"openstack_lb_listener_v2":                     {"loadbalancer", "Listener"},
-	"openstack_lb_pool_v2":                         {"loadbalancer", "Pool"},
-	"openstack_lb_member_v2":                       {"loadbalancer", "Member"},
-	"openstack_lb_members_v2":                      {"loadbalancer", "Members"},
-	"openstack_lb_monitor_v2":                      {"loadbalancer", "Monitor"},
-	"openstack_lb_quota_v2":                        {"loadbalancer", "Quota"},
-	"openstack_lb_l7policy_v2":                     {"loadbalancer", "L7PolicyV2"},
-	"openstack_lb_l7rule_v2":                       {"loadbalancer", "L7RuleV2"},
-	"openstack_networking_floatingip_v2":           {"networking", "FloatingIp"},
-	"openstack_networking_floatingip_associate_v2": {"networking", "FloatingIpAssociate"},
-	"openstack_networking_network_v2":              {"networking", "Network"},
-	"openstack_networking_subnet_v2":               {"networking", "Subnet"},
-	"openstack_networking_port_v2":                 {"networking", "Port"},
-	"openstack_networking_router_v2":               {"networking", "Router"},
-	"openstack_networking_router_interface_v2":     {"networking", "RouterInterface"},
-	"openstack_networking_secgroup_v2":             {"networking", "SecGroup"},
-	"openstack_networking_secgroup_rule_v2":        {"networking", "SecGroupRule"},
+	"openstack_lb_loadbalancer_v2":                    {"loadbalancer", "LoadBalancer"},
+	"openstack_lb_listener_v2":                        {"loadbalancer", "Listener"},
+	"openstack_lb_pool_v2":                            {"loadbalancer", "Pool"},
+	"openstack_lb_member_v2":                          {"loadbalancer", "Member"},
+	"openstack_lb_members_v2":                         {"loadbalancer", "Members"},
+	"openstack_lb_monitor_v2":                         {"loadbalancer", "Monitor"},
+	"openstack_lb_quota_v2":                           {"loadbalancer", "Quota"},
+	"openstack_lb_l7policy_v2":                        {"loadbalancer", "L7PolicyV2"},
+	"openstack_lb_l7rule_v2":                          {"loadbalancer", "L7RuleV2"},
+	"openstack_networking_floatingip_v2":              {"networking", "FloatingIp"},
+	"openstack_networking_floatingip_associate_v2":    {"networking", "FloatingIpAssociate"},
+	"openstack_networking_network_v2":                 {"networking", "Network"},
+	"openstack_networking_subnet_v2":                  {"networking", "Subnet"},
+	"openstack_networking_port_v2":                    {"networking", "Port"},
+	"openstack_networking_router_v2":                  {"networking", "Router"},
+	"openstack_networking_router_interface_v2":        {"networking", "RouterInterface"},
+	"openstack_networking_secgroup_v2":                {"networking", "SecGroup"},
+	"openstack_networking_secgroup_rule_v2":           {"networking", "SecGroupRule"},
+	"openstack_networking_port_secgroup_associate_v2": {"networking", "PortSecGroupAssociate"},
 }
 
 // dataSources maps Terraform data source names to the SDK's (module, function) pairs.

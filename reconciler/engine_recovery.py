@@ -1,0 +1,247 @@
+"""Crash recovery for the stack engine: stale locks, pending creates, hanging ``pulumi`` children.
+
+:mod:`reconciler.engine` runs the operations; before each one it calls in here to repair what an
+earlier, interrupted operation may have left, and it runs each operation under
+:func:`run_with_deadline`. The decisions (which pending operations to import, which are
+idempotent) are pure functions in :mod:`reconciler.engine_plan`; this module does the effects.
+
+* **Stale locks** (:func:`clear_stale_locks`, ``file://`` backends only): a lock file under
+  ``.pulumi/locks/`` whose process no longer exists *on this host* is removed. Locks of other
+  hosts, and of other backends (which expire or are released by their own means), are left alone.
+* **Pending creates** (:func:`recover_pending`): a ``pulumi`` killed during ``up`` leaves
+  ``pending_operations`` in the state. Each pending create of a named object (load balancer,
+  listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
+  are returned as imports for the next ``up`` (the program declares them with ``import_``), so
+  they are adopted, not created twice. The pending operations are then dropped from the state.
+* **Hanging operations** (:func:`run_with_deadline`): an operation past its timeout gets SIGINT
+  (``pulumi`` then cancels, stops its plugins and releases its lock), SIGKILL after the grace
+  period; :class:`~reconciler.engine_errors.UpTimeoutError` is raised, and the next operation
+  recovers as above. Only this process's own ``pulumi`` children working on the stack are
+  signalled (:func:`children_running`, read from ``/proc``). A ``pulumi`` waiting on a create
+  the cloud never finishes does not stop on SIGINT; once it is killed, its plugins (found
+  before, :func:`descendants`) are killed too, or they would run on, re-parented, for ever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from pulumi import automation as auto
+
+from reconciler.engine_errors import UpTimeoutError
+from reconciler.engine_plan import PROJECT, pending_creates
+from reconciler.openstack_rest import OpenStackRest
+
+__all__ = [
+    "alive",
+    "children_running",
+    "clear_stale_locks",
+    "descendants",
+    "lock_dir",
+    "recover_pending",
+    "run_with_deadline",
+]
+
+log = logging.getLogger("reconciler.engine")
+T = TypeVar("T")
+
+
+# --- stale locks ------------------------------------------------------------------------------
+
+
+def lock_dir(*, backend: str, stack_name: str) -> Path | None:
+    """Where a ``file://`` backend keeps the locks of a stack; None for other backends."""
+    if not backend.startswith("file://"):
+        return None
+    root = Path(unquote(urlsplit(backend).path))
+    return root / ".pulumi" / "locks" / "organization" / PROJECT / stack_name
+
+
+def clear_stale_locks(*, backend: str, stack_name: str) -> None:
+    """Remove file-backend locks whose owner process (on this host) is gone."""
+    folder = lock_dir(backend=backend, stack_name=stack_name)
+    if folder is None or not folder.is_dir():
+        return
+    for lock in folder.glob("*.json"):
+        try:
+            owner = json.loads(lock.read_text())
+        except (OSError, ValueError):
+            continue
+        same_host = owner.get("hostname") == socket.gethostname()
+        if same_host and not alive(int(owner.get("pid") or 0)):
+            log.warning("removing stale lock of stack %s (pid %s)", stack_name, owner["pid"])
+            lock.unlink(missing_ok=True)
+
+
+# --- pending operations -----------------------------------------------------------------------
+
+
+def recover_pending(
+    *, stack: auto.Stack, stack_name: str, rest: OpenStackRest
+) -> dict[str, str] | None:
+    """Resolve what an interrupted operation left in the state.
+
+    Returns None when nothing was pending; else the imports for the next ``up``
+    (logical name -> cloud ID), after dropping the pending operations from the state.
+    """
+    deployment = stack.export_stack()
+    state: dict[str, Any] = dict(deployment.deployment or {})
+    ops = state.get("pending_operations") or []
+    if not ops:
+        return None
+    known = {str(r.get("id")) for r in state.get("resources") or [] if r.get("id")}
+    imports: list[tuple[str, str]] = []
+    for pending in pending_creates(state):
+        if pending.idempotent:
+            continue
+        ids = rest.find_ids(type_token=pending.type, find_by=pending.find_by) or []
+        fresh = [i for i in ids if i not in known]
+        if fresh:
+            imports.append((pending.urn, fresh[0]))
+            known.add(fresh[0])
+    log.warning(
+        "stack %s: %d pending operations after a crash; importing %d",
+        stack_name,
+        len(ops),
+        len(imports),
+    )
+    # Drop every pending operation from the state (the rest is as the crash left it), then
+    # have the next `up` import the found objects under their logical names (the program
+    # declares them with `import_`), so they are adopted, not created a second time.
+    state["pending_operations"] = []
+    stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
+    return {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+
+
+# --- hanging operations -----------------------------------------------------------------------
+
+
+def run_with_deadline(
+    run: Callable[[], T],
+    *,
+    stack_name: str,
+    doing: str,
+    timeout: float,
+    grace: float,
+    on_error: Callable[[Exception], BaseException],
+) -> T:
+    """Run a stack operation; interrupt it if it outlives ``timeout``.
+
+    An exception of ``run`` is passed through ``on_error`` (the engine's classification) and
+    the result raised; a timeout raises :class:`UpTimeoutError`.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = run()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"pulumi-{doing}-{stack_name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        # pulumi's plugins (the OpenStack provider) are its children: they outlive a killed
+        # pulumi (re-parented, polling the cloud) unless they are stopped too.
+        plugins: set[tuple[int, str]] = set()
+        for pid in children_running(stack_name=stack_name):
+            plugins |= descendants(pid)
+            send_signal(pid, signal.SIGINT)
+        thread.join(grace)
+        if thread.is_alive():
+            for pid in children_running(stack_name=stack_name):
+                plugins |= descendants(pid)
+                send_signal(pid, signal.SIGKILL)
+            thread.join(grace)
+        for pid, started in plugins:
+            if _start_time(pid) == started:  # still the same process, not a reused PID
+                send_signal(pid, signal.SIGKILL)
+        raise UpTimeoutError(
+            f"{doing} of stack {stack_name} ran past {timeout}s and was "
+            "interrupted; the next operation recovers the stack",
+            stack=stack_name,
+        )
+    if "error" in box:
+        error = box["error"]
+        if isinstance(error, Exception):
+            raise on_error(error) from None
+        raise error
+    value: T = box["value"]
+    return value
+
+
+def alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def send_signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state is the first)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _stat(pid)
+    return fields[19] if fields and fields[0] != "Z" else None
+
+
+def descendants(pid: int) -> set[tuple[int, str]]:
+    """(PID, start time) of every live descendant of ``pid``, read from ``/proc``."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[tuple[int, str]] = set()
+    todo = list(parents.get(pid, []))
+    while todo:
+        child = todo.pop()
+        started = _start_time(child)
+        if started is not None:
+            found.add((child, started))
+        todo.extend(parents.get(child, []))
+    return found
+
+
+def children_running(*, stack_name: str) -> list[int]:
+    """PIDs of this process's ``pulumi`` children working on ``stack_name``."""
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        args = [a.decode(errors="replace") for a in cmdline if a]
+        if ppid == me and args and Path(args[0]).name == "pulumi" and stack_name in args:
+            found.append(int(entry.name))
+    return found
