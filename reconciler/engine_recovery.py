@@ -165,7 +165,7 @@ def run_with_deadline(
                 send_signal(pid, signal.SIGKILL)
             thread.join(grace)
         for pid, started in plugins:
-            if _start_time(pid) == started:  # still the same process, not a reused PID
+            if start_time(pid) == started:  # still the same process, not a reused PID
                 send_signal(pid, signal.SIGKILL)
         raise UpTimeoutError(
             f"{doing} of stack {stack_name} ran past {timeout}s and was "
@@ -206,7 +206,7 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     fields = _stat(pid)
     return fields[19] if fields and fields[0] != "Z" else None
 
@@ -221,7 +221,7 @@ def descendants(pid: int) -> set[tuple[int, str]]:
     todo = list(parents.get(pid, []))
     while todo:
         child = todo.pop()
-        started = _start_time(child)
+        started = start_time(child)
         if started is not None:
             found.add((child, started))
         todo.extend(parents.get(child, []))

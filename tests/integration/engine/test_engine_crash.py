@@ -24,7 +24,7 @@ from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
 from reconciler.engine_errors import EngineError
-from reconciler.engine_recovery import children_running
+from reconciler.engine_recovery import start_time, alive, children_running, descendants
 from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 
@@ -83,9 +83,15 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     assert ops
     wait_until(lambda: env.cloud.lbs(), timeout=10)  # the create reached the cloud
     pids = wait_until(lambda: children_running(stack_name=stack.name), timeout=10)
+    plugins = {p for pid in pids for p in descendants(pid)}
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     worker.join(timeout=120)
+    # A SIGKILLed pulumi cannot stop its provider plugin; in a pod the runtime reaps it with the
+    # container. Do the same here so the test leaves no process behind.
+    for plugin, started in plugins:
+        if alive(plugin) and start_time(plugin) == started:
+            os.kill(plugin, signal.SIGKILL)
     assert not worker.is_alive()
     assert errors
     assert isinstance(errors[0], EngineError)
