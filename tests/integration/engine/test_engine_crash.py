@@ -24,7 +24,7 @@ from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
 from reconciler.engine_errors import EngineError
-from reconciler.engine_recovery import start_time, alive, children_running, descendants
+from reconciler.engine_recovery import alive, children_running, descendants, start_time
 from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 
