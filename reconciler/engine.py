@@ -58,7 +58,12 @@ from reconciler.engine_plan import (
     stack_name,
     stack_tags,
 )
-from reconciler.engine_recovery import clear_stale_locks, recover_pending, run_with_deadline
+from reconciler.engine_recovery import (
+    clear_stale_locks,
+    recover_pending,
+    repair_torn_sidecars,
+    run_with_deadline,
+)
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
@@ -164,6 +169,7 @@ class ServiceStack:
     def _open(self, *, create: bool) -> auto.Stack | None:
         opts = self._workspace_options()
         clear_stale_locks(backend=self.engine.settings.backend, stack_name=self.name)
+        repair_torn_sidecars(backend=self.engine.settings.backend, stack_name=self.name)
         try:
             if create:
                 stack = auto.create_or_select_stack(

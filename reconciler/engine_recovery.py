@@ -83,6 +83,34 @@ def clear_stale_locks(*, backend: str, stack_name: str) -> None:
             lock.unlink(missing_ok=True)
 
 
+def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
+    """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return what was removed.
+
+    The blob library behind ``file://`` backends writes each object atomically (temp file and
+    rename) but its ``<object>.attrs`` sidecar in place, so a ``pulumi`` killed at the wrong
+    moment leaves an empty or half-written sidecar, and every later command on the stack fails
+    with ``failed to load checkpoint: EOF``. A missing sidecar is valid (no attributes), so a torn
+    one is removed. Skipped while a lock is held: a live writer may be mid-write.
+    """
+    if not backend.startswith("file://"):
+        return []
+    locks = lock_dir(backend=backend, stack_name=stack_name)
+    if locks is not None and locks.is_dir() and any(locks.glob("*.json")):
+        return []
+    folder = Path(unquote(urlsplit(backend).path)) / ".pulumi" / "stacks" / PROJECT
+    removed = []
+    for sidecar in folder.glob(f"{stack_name}.*.attrs"):
+        try:
+            json.loads(sidecar.read_text())
+        except ValueError:
+            log.warning("removing torn sidecar %s of stack %s", sidecar.name, stack_name)
+            sidecar.unlink(missing_ok=True)
+            removed.append(sidecar)
+        except OSError:
+            continue
+    return removed
+
+
 # --- pending operations -----------------------------------------------------------------------
 
 

@@ -110,3 +110,20 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     assert not stack.ensure(spec).changed
     stack.delete()
     assert env.cloud.lbs() == []
+
+
+def test_a_torn_checkpoint_sidecar_does_not_wedge_the_stack(env: Env) -> None:
+    """A pulumi killed while writing `<stack>.json.attrs` leaves it empty; the next op repairs."""
+    config = env.config()
+    spec = spec_for(service("torn"), config)
+    stack = env.engine(config).stack(service=spec.service)
+    assert stack.ensure(spec).changed
+    sidecar = (
+        env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
+    ).with_suffix(".json.attrs")
+    assert sidecar.exists()
+    # What a SIGKILL left in a CI run; pulumi then failed with `failed to load checkpoint: EOF`.
+    sidecar.write_text("")
+    assert not stack.ensure(spec).changed
+    stack.delete()
+    assert env.cloud.lbs() == []

@@ -1,0 +1,42 @@
+"""Repairing what a killed `pulumi` can leave in a file:// backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reconciler.engine_plan import PROJECT
+from reconciler.engine_recovery import repair_torn_sidecars
+
+
+def _stacks(root: Path) -> Path:
+    folder = root / ".pulumi" / "stacks" / PROJECT
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_empty_or_half_written_sidecars_are_removed_and_good_ones_kept(tmp_path: Path) -> None:
+    folder = _stacks(tmp_path)
+    (folder / "c.ns.web.json").write_text("{}")
+    (folder / "c.ns.web.json.attrs").write_text("")
+    (folder / "c.ns.web.json.bak.attrs").write_text('{"user.content_type": "app')
+    (folder / "c.ns.web.pulumi-tags.attrs").write_text('{"user.metadata": {}}')
+    (folder / "c.ns.other.json.attrs").write_text("")
+    removed = repair_torn_sidecars(backend=tmp_path.as_uri(), stack_name="c.ns.web")
+    assert sorted(p.name for p in removed) == ["c.ns.web.json.attrs", "c.ns.web.json.bak.attrs"]
+    assert (folder / "c.ns.web.pulumi-tags.attrs").exists()
+    assert (folder / "c.ns.web.json").exists()
+    assert (folder / "c.ns.other.json.attrs").exists()  # another stack's: not ours to touch
+
+
+def test_nothing_is_touched_while_a_lock_is_held(tmp_path: Path) -> None:
+    folder = _stacks(tmp_path)
+    (folder / "c.ns.web.json.attrs").write_text("")
+    locks = tmp_path / ".pulumi" / "locks" / "organization" / PROJECT / "c.ns.web"
+    locks.mkdir(parents=True)
+    (locks / "owner.json").write_text('{"pid": 1, "hostname": "h"}')
+    assert repair_torn_sidecars(backend=tmp_path.as_uri(), stack_name="c.ns.web") == []
+    assert (folder / "c.ns.web.json.attrs").exists()
+
+
+def test_other_backends_are_left_alone() -> None:
+    assert repair_torn_sidecars(backend="s3://bucket", stack_name="c.ns.web") == []
