@@ -50,11 +50,13 @@ from reconciler.engine_errors import EngineError, classify, redact, summarize
 from reconciler.engine_plan import (
     HASH_TAG,
     LB_ID_TAG,
+    OWNS_TAG,
     PROJECT,
     SHARED_TAG,
     provider_config,
     secret_values,
     should_skip,
+    spec_for_stack,
     stack_name,
     stack_tags,
 )
@@ -73,7 +75,6 @@ __all__ = ["DeleteResult", "Engine", "EngineSettings", "EnsureResult", "ServiceS
 
 log = logging.getLogger("reconciler.engine")
 T = TypeVar("T")
-OWNS_TAG = "lbr:owns-lb"
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,9 @@ class ServiceStack:
         """Bring the cloud to ``spec``; nothing happens if it was the last applied spec."""
         stack = self._open(create=True)
         assert stack is not None
-        digest = spec.spec_hash()
         tags = self._ensure_tags(stack, stack.list_tags())
+        spec = spec_for_stack(spec, tags=tags)
+        digest = spec.spec_hash()
         self._recover(stack)
         if should_skip(tags=tags, spec_hash=digest):
             return EnsureResult(False, digest, self._outputs(stack), {})
@@ -227,7 +229,8 @@ class ServiceStack:
         """What ``ensure(spec)`` would change, by operation (``{"create": 5, "same": 2}``)."""
         stack = self._open(create=True)
         assert stack is not None
-        self._ensure_tags(stack, stack.list_tags())
+        tags = self._ensure_tags(stack, stack.list_tags())
+        spec = spec_for_stack(spec, tags=tags)
         self._recover(stack)
         self._configure(stack, spec, release=False)
         result = self._deadline(

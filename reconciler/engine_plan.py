@@ -27,20 +27,23 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reconciler.config import AuthConfig
+from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = [
     "HASH_TAG",
     "LB_ID_TAG",
+    "OWNS_TAG",
     "SHARED_TAG",
     "PendingCreate",
     "pending_creates",
     "provider_config",
     "secret_values",
     "should_skip",
+    "spec_for_stack",
     "stack_name",
     "stack_tags",
 ]
@@ -50,6 +53,7 @@ TAG_PREFIX = "lbr:"
 HASH_TAG = TAG_PREFIX + "spec-hash"
 LB_ID_TAG = TAG_PREFIX + "lb-id"
 SHARED_TAG = TAG_PREFIX + "shared"
+OWNS_TAG = TAG_PREFIX + "owns-lb"
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -75,6 +79,16 @@ def stack_tags(*, cluster_name: str, namespace: str, name: str, uid: str) -> dic
 def should_skip(*, tags: Mapping[str, str], spec_hash: str) -> bool:
     """Whether the last successful ``up`` applied exactly this spec."""
     return tags.get(HASH_TAG) == spec_hash
+
+
+def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:
+    """``spec`` as this stack must apply it. The controller writes the ``load-balancer-id``
+    annotation back after an ``up`` (as OCCM does), so the next spec names the stack's own load
+    balancer as ``existing_lb_id``. That is not a request to share it: without this, the spec
+    hash would change and the program would replace its own load balancer by a lookup of it."""
+    if spec.existing_lb_id and spec.existing_lb_id == tags.get(OWNS_TAG):
+        return replace(spec, existing_lb_id=None)
+    return spec
 
 
 # cloud.conf [Global] field -> the OpenStack provider's config key, and whether it is secret.

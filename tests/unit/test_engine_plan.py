@@ -16,13 +16,16 @@ from reconciler.engine_errors import (
 )
 from reconciler.engine_plan import (
     HASH_TAG,
+    OWNS_TAG,
     pending_creates,
     provider_config,
     secret_values,
     should_skip,
+    spec_for_stack,
     stack_name,
     stack_tags,
 )
+from tests.unit.model_helpers import UUID1, UUID2, spec_of
 
 SAFE = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
 
@@ -125,3 +128,15 @@ def test_pending_creates() -> None:
     ]
     assert found[0].find_by == {"name": "kube_service_c_ns_n"}
     assert pending_creates({}) == []
+
+
+def test_own_load_balancer_id_is_not_a_shared_one() -> None:
+    plain = spec_of()
+    annotated = spec_of({"loadbalancer.openstack.org/load-balancer-id": UUID1})
+    assert annotated.existing_lb_id == UUID1
+    own = spec_for_stack(annotated, tags={OWNS_TAG: UUID1})
+    assert own == plain
+    assert own.spec_hash() == plain.spec_hash()
+    # another Service's load balancer, or a stack that owns none, keeps the request to share
+    assert spec_for_stack(annotated, tags={OWNS_TAG: UUID2}) == annotated
+    assert spec_for_stack(annotated, tags={}) == annotated

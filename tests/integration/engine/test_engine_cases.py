@@ -288,3 +288,24 @@ subnet-id = {topo["subnet_id"]}
     assert fip["floating_network_id"] == topo["external_network_id"]
     assert fip["port_id"] == lb["vip_port_id"]
     stack.delete()
+
+
+def test_own_load_balancer_id_annotation_changes_nothing(env: Env) -> None:
+    """The controller writes ``load-balancer-id`` back as OCCM does; read back as
+    ``existing_lb_id`` it names the stack's own load balancer and must not make it shared."""
+    config = env.config()
+    svc = service("ownid")
+    stack = env.stack(config, svc)
+    first = stack.ensure(spec_for(svc, config))
+    lb, _inv = lb_records(env)
+    annotated = service("ownid", annotations={A + "load-balancer-id": lb["id"]})
+    spec = spec_for(annotated, config)
+    assert spec.existing_lb_id == lb["id"]
+    again = stack.ensure(spec)
+    assert not again.changed
+    assert again.outputs["lb_id"] == first.outputs["lb_id"] == lb["id"]
+    assert not again.outputs.get("shared")
+    result = stack.delete()
+    assert result.existed
+    assert not result.released_load_balancer
+    assert env.cloud.lbs() == []
