@@ -1,0 +1,117 @@
+"""The controller with the real engine (Pulumi Automation API + OpenStack provider) against the
+emulator and the real kube-apiserver: a Service gets a load balancer and an IP; deleting it
+destroys the load balancer before the finalizer goes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.server import EmulatorHandle, start
+from emulator.timing import INSTANT
+from reconciler.backend import PulumiEngine
+from reconciler.config import Secret, parse_cloud_conf
+from reconciler.controller import Controller
+from reconciler.engine import Engine, EngineSettings
+from reconciler.kube import api_client
+from reconciler.kubeio import KubeApi
+from reconciler.localplane import LocalControlPlane
+from reconciler.model import FINALIZER
+from reconciler.queue import Backoff
+from reconciler.sync import ID_ANNOTATION, ControllerSettings
+from reconciler.toolchain import Toolchain
+from tests.e2e.test_controller import Running, ensure_nodes, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def emu() -> Iterator[EmulatorHandle]:
+    handle = start(config=EmulatorConfig(timing=INSTANT))
+    yield handle
+    handle.stop()
+
+
+def inventory(emu: EmulatorHandle) -> dict[str, Any]:
+    response = requests.get(f"{emu.url}/admin/inventory", timeout=10)
+    response.raise_for_status()
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_real_engine_create_and_delete(
+    control_plane: LocalControlPlane, toolchain: Toolchain, emu: EmulatorHandle, tmp_path: Path
+) -> None:
+    topo = emu.topology()
+    text = f"""
+[Global]
+auth-url = {topo["auth_url"]}
+username = {topo["username"]}
+password = {topo["password"]}
+tenant-name = {topo["project_name"]}
+user-domain-name = {topo["user_domain_name"]}
+tenant-domain-name = {topo["project_domain_name"]}
+region = {topo["region_name"]}
+
+[LoadBalancer]
+subnet-id = {topo["subnet_id"]}
+"""
+    parsed = parse_cloud_conf(text=text)
+    assert parsed.config is not None, [str(e) for e in parsed.errors]
+    config = parsed.config
+    engine = Engine(
+        settings=EngineSettings(
+            cluster_name="e2e",
+            state_dir=tmp_path / "state",
+            auth=config.auth,
+            toolchain=toolchain,
+            passphrase=Secret("e2e-passphrase"),
+        )
+    )
+    kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+    ns = f"real-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    ensure_nodes(kube)
+    controller = Controller(
+        kube=kube,
+        engine=PulumiEngine(engine=engine),
+        config=config,
+        settings=ControllerSettings(cluster_name="e2e"),
+        workers=2,
+        backoff=Backoff(base=1.0, cap=5.0, soon=0.5),
+        namespace=ns,
+        watch_timeout=60,
+    )
+    controller.start(sync_timeout=30)
+    r = Running(controller, None, kube, ns)  # type: ignore[arg-type]
+    try:
+        r.create("web")
+        try:
+            ingress = wait_for(lambda: r.ingress("web"), what="an EXTERNAL-IP", timeout=240)
+        except AssertionError as exc:
+            messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
+            raise AssertionError(f"{exc}; events: {messages}") from None
+        lbs = inventory(emu)["resources"]["loadbalancers"]
+        assert len(lbs) == 1
+        svc = r.get("web")
+        assert svc["metadata"]["annotations"][ID_ANNOTATION] == lbs[0]["id"]
+        assert ingress[0]["ip"]
+        assert svc["metadata"]["finalizers"] == [FINALIZER]
+
+        kube.request(method="DELETE", path=r.svc_path("web"))
+        try:
+            wait_for(lambda: r.gone("web"), what="the Service to be deleted", timeout=240)
+        except AssertionError as exc:
+            messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
+            raise AssertionError(f"{exc}; events: {messages}") from None
+        assert inventory(emu)["resources"]["loadbalancers"] == []
+        assert r.event("web", "DeletedLoadBalancer") is not None
+    finally:
+        controller.stop(timeout=60)
+        kube.close()
