@@ -5,7 +5,9 @@ The controller does not import the Pulumi engine; it talks to anything with this
 * ``ensure(spec)`` makes the load balancer of ``spec.service`` match ``spec`` (create, update, or
   nothing when the stack's recorded spec hash is equal) and returns what the status needs;
 * ``delete(service)`` destroys the Service's load balancer and stack; it succeeds when there is
-  nothing to destroy. Only after it returns does the controller release the finalizer.
+  nothing to destroy. Only after it returns does the controller release the finalizer;
+* ``refresh(service)`` and ``stacks()`` serve the housekeeper (drift, orphans); ``cancel()``
+  interrupts running operations when the process stops.
 
 Failures are exceptions. :func:`classify` maps one to a :class:`Failure` kind, which decides the
 retry (see :mod:`reconciler.queue`):
@@ -29,10 +31,12 @@ to the Protocol: the stack outputs ``lb_id``, ``vip_address``, ``floating_ip`` b
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from reconciler import engine_errors
+from reconciler.engine_plan import StackInfo
 from reconciler.model import LoadBalancerSpec, ServiceRef
 
 if TYPE_CHECKING:
@@ -61,6 +65,19 @@ class LoadBalancerEngine(Protocol):
 
     def delete(self, service: ServiceRef) -> None: ...
 
+    def refresh(self, service: ServiceRef) -> bool:
+        """Read the cloud back into the Service's stack; True when it had drifted (the next
+        ``ensure`` then runs an ``up`` that repairs it). False when there is no stack."""
+        ...
+
+    def stacks(self) -> Sequence[StackInfo]:
+        """This cluster's stacks, cheaply (for the orphan and drift scans)."""
+        ...
+
+    def cancel(self) -> None:
+        """Interrupt running operations (process shutdown); they raise a RETRY_SOON failure."""
+        ...
+
 
 class Failure(enum.Enum):
     RETRY_SOON = "retry_soon"
@@ -69,7 +86,12 @@ class Failure(enum.Enum):
 
 
 def classify(exc: BaseException) -> Failure:
-    if isinstance(exc, engine_errors.ConflictError | engine_errors.UpTimeoutError):
+    if isinstance(
+        exc,
+        engine_errors.ConflictError
+        | engine_errors.UpTimeoutError
+        | engine_errors.InterruptedOperationError,
+    ):
         return Failure.RETRY_SOON
     if isinstance(exc, engine_errors.InvalidConfigError):
         return Failure.INVALID
@@ -105,3 +127,13 @@ class PulumiEngine:
 
     def delete(self, service: ServiceRef) -> None:
         self._engine.stack(service=service).delete()
+
+    def refresh(self, service: ServiceRef) -> bool:
+        changes = self._engine.stack(service=service).refresh()
+        return any(kind != "same" and count for kind, count in changes.items())
+
+    def stacks(self) -> Sequence[StackInfo]:
+        return self._engine.stacks()
+
+    def cancel(self) -> None:
+        self._engine.cancel()

@@ -95,6 +95,154 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_HELP = """\
+Run the controller: watch Services of type LoadBalancer and Nodes, and keep one Pulumi stack (an
+Octavia load balancer with its listeners, pools, members, monitors and floating IP) per Service.
+
+Credentials: --kubeconfig (default $KUBECONFIG, else the in-cluster service account) and the
+OpenStack cloud.conf (OCCM's format). PULUMI_CONFIG_PASSPHRASE must be set: it encrypts the
+OpenStack credentials kept in the stacks' config and state.
+
+examples:
+  # in a cluster (deploy/deployment.yaml): two replicas, one leads
+  lb-reconciler run --cloud-config /etc/lb-reconciler/cloud.conf \\
+      --state-dir /var/lib/lb-reconciler --leader-elect
+
+  # from a workstation against a test cluster, text logs
+  PULUMI_CONFIG_PASSPHRASE=... lb-reconciler run --kubeconfig ~/.kube/config \\
+      --cloud-config cloud.conf --state-dir ./lbr-state --log-format text
+
+exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
+2 unusable configuration (each problem is logged with the field and the fix).
+"""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value}")
+    return value
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from reconciler.housekeeper import HousekeepingSettings
+    from reconciler.logs import configure_logging
+    from reconciler.runner import RunOptions, run
+
+    configure_logging(level=args.log_level, fmt=args.log_format)
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    options = RunOptions(
+        cloud_config=Path(args.cloud_config),
+        kubeconfig=Path(kubeconfig) if kubeconfig else None,
+        state_dir=Path(args.state_dir),
+        backend_url=args.backend_url,
+        cluster_name=args.cluster_name,
+        owned_classes=frozenset(args.load_balancer_class),
+        serve_default=not args.only_owned_classes,
+        workers=args.workers,
+        namespace=args.namespace,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.leader_elect_namespace,
+        lease_name=args.leader_elect_name,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        http_address=args.http_address,
+        housekeeping=HousekeepingSettings(
+            interval=args.housekeeping_interval,
+            orphan_grace=args.orphan_grace,
+            drift_interval=args.drift_interval,
+        ),
+    )
+    return run(options)
+
+
+def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the controller (in a cluster or against a kubeconfig)",
+        description=RUN_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--cloud-config", required=True, metavar="FILE", help="OCCM-style cloud.conf")
+    p.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, else in-cluster")
+    p.add_argument(
+        "--state-dir",
+        default="lbr-state",
+        metavar="DIR",
+        help="work folders, and the file:// backend unless --backend-url (default: %(default)s)",
+    )
+    p.add_argument(
+        "--backend-url", default="", metavar="URL", help="Pulumi state backend (file://, s3://)"
+    )
+    p.add_argument(
+        "--cluster-name",
+        default="kubernetes",
+        help="names the load balancers kube_service_<cluster>_<ns>_<name> (default: %(default)s)",
+    )
+    p.add_argument(
+        "--load-balancer-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="also serve Services with this spec.loadBalancerClass (repeatable)",
+    )
+    p.add_argument(
+        "--only-owned-classes",
+        action="store_true",
+        help="do not serve Services without a class (when OCCM runs beside us)",
+    )
+    p.add_argument("--workers", type=_positive_int, default=4, help="parallel Services (4)")
+    p.add_argument("--namespace", help="watch Services of this namespace only (default: all)")
+    p.add_argument("--leader-elect", action="store_true", help="run for a coordination Lease")
+    p.add_argument("--leader-elect-namespace", default="lb-reconciler", metavar="NS")
+    p.add_argument("--leader-elect-name", default="lb-reconciler", metavar="NAME")
+    p.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="S")
+    p.add_argument("--leader-elect-renew-deadline", type=_seconds, default=10.0, metavar="S")
+    p.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="S")
+    p.add_argument(
+        "--http-address",
+        default="0.0.0.0:8080",
+        metavar="HOST:PORT",
+        help="serve /healthz, /readyz, /metrics here; '' disables (default: %(default)s)",
+    )
+    p.add_argument(
+        "--housekeeping-interval",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="how often stacks are listed for orphans and drift checks (default: %(default)s)",
+    )
+    p.add_argument(
+        "--orphan-grace",
+        type=_seconds,
+        default=120.0,
+        metavar="S",
+        help="a stack without its Service is destroyed after this long (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drift-interval",
+        type=_seconds,
+        default=3600.0,
+        metavar="S",
+        help="refresh each stack this often, staggered, and repair drift; 0 disables "
+        "(default: %(default)s)",
+    )
+    p.add_argument("--log-format", choices=("json", "text"), default="json")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    p.set_defaults(func=cmd_run)
+
+
 def cmd_emulator(args: argparse.Namespace) -> int:
     from emulator.__main__ import main as emulator_main
 
@@ -120,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the control plane's folder (logs, PKI) on exit"
     )
     demo.set_defaults(func=cmd_demo)
+
+    _add_run_parser(sub)
 
     emu = sub.add_parser(
         "emulator",

@@ -39,19 +39,19 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from reconciler.backend import Failure, LoadBalancerEngine, PulumiEngine, classify
-from reconciler.config import CloudConfig, parse_cloud_conf
+from reconciler.backend import Failure, LoadBalancerEngine, classify
+from reconciler.config import CloudConfig
 from reconciler.events import EventRecorder
-from reconciler.kube import api_client
+from reconciler.housekeeper import Housekeeper, HousekeepingSettings
 from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
+from reconciler.metrics import Metrics
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.queue import Backoff, WorkQueue
 from reconciler.sync import (
@@ -70,7 +70,7 @@ from reconciler.sync import (
 )
 from reconciler.watch import Reflector, object_key
 
-__all__ = ["Controller", "SyncOutcome", "run_controller"]
+__all__ = ["Controller", "SyncOutcome"]
 
 _log = logging.getLogger(__name__)
 
@@ -96,6 +96,18 @@ class _Applied:
     lb_id: str
 
 
+T = TypeVar("T")
+DRIFT_REPAIRED = Event(
+    "Normal", "DriftRepaired", "The cloud differed from the stack (changed outside); restored"
+)
+_RESULTS = {
+    None: "success",
+    Failure.RETRY_SOON: "retry",
+    Failure.BACKOFF: "error",
+    Failure.INVALID: "invalid",
+}
+
+
 def _service_path(ns: str, name: str) -> str:
     return f"/api/v1/namespaces/{ns}/services/{name}"
 
@@ -119,8 +131,11 @@ class Controller:
         instance: str | None = None,
         watch_timeout: int = 300,
         namespace: str | None = None,
+        metrics: Metrics | None = None,
+        housekeeping: HousekeepingSettings | None = None,
     ) -> None:
-        """``namespace``: watch Services of this namespace only (default: all namespaces)."""
+        """``namespace``: watch Services of this namespace only (default: all namespaces).
+        ``housekeeping``: orphan and drift scans (:mod:`.housekeeper`); None: none."""
         self._kube = kube
         self._engine = engine
         self._config = config
@@ -134,6 +149,25 @@ class Controller:
         self._node_fp: frozenset[tuple[Any, ...]] | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
+        self.metrics = metrics or Metrics()
+        self.metrics.set_queue_depth_source(self.queue.depth)
+        self.metrics.set_in_flight_source(self.queue.in_flight)
+        self._orphans: dict[str, ServiceRef] = {}  # key -> stack to destroy (housekeeper)
+        self._drift: set[str] = set()  # keys whose stack is refreshed before the next ensure
+        self.housekeeper = (
+            Housekeeper(
+                engine=self._engine,
+                services=self._services_by_key,
+                settings=housekeeping,
+                controller_settings=self._settings,
+                request_orphan_delete=self.request_orphan_delete,
+                request_drift_check=self.request_drift_check,
+                metrics=self.metrics,
+                namespace=namespace,
+            )
+            if housekeeping is not None
+            else None
+        )
         self.services = Reflector(
             kube=kube,
             path=f"/api/v1/namespaces/{namespace}/services" if namespace else "/api/v1/services",
@@ -176,7 +210,37 @@ class Controller:
             if decide(svc, self._settings) is Action.ENSURE:
                 self.queue.add(object_key(svc))
 
+    # -- housekeeping requests: also go through the queue, so one worker per Service holds -----
+
+    def _services_by_key(self) -> dict[str, dict[str, Any]]:
+        return {object_key(svc): svc for svc in self.services.items()}
+
+    def request_orphan_delete(self, key: str, ref: ServiceRef) -> None:
+        """Destroy the stack of ``key`` at its next sync if its Service still wants none."""
+        with self._lock:
+            self._orphans[key] = ref
+        self.queue.add(key)
+
+    def request_drift_check(self, key: str) -> None:
+        """Refresh the stack of ``key`` before its next ensure; drift makes that ensure an up."""
+        with self._lock:
+            self._drift.add(key)
+        self.queue.add(key)
+
     # -- lifecycle ----------------------------------------------------------------------------
+
+    def live(self) -> tuple[bool, str]:
+        dead = [t.name for t in self._threads if not t.is_alive()]
+        if dead and not self._stopping.is_set():
+            return False, f"threads ended: {', '.join(dead)}"
+        return True, "ok"
+
+    def ready(self) -> tuple[bool, str]:
+        if not self._threads:
+            return False, "starting: waiting for the Service and Node lists"
+        if self._stopping.is_set():
+            return False, "stopping"
+        return True, "ok"
 
     def start(self, *, sync_timeout: float = 60.0) -> None:
         """Start both watches, wait for their first list, then start the workers."""
@@ -190,14 +254,28 @@ class Controller:
             t = threading.Thread(target=self._worker, name=f"worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
+        if self.housekeeper is not None:
+            self.housekeeper.start()
         _log.info("controller started", extra={"workers": self._workers})
 
-    def stop(self, *, timeout: float = 30.0) -> None:
-        """Stop taking work; let running syncs finish (up to ``timeout``); stop the watches."""
+    def stop(self, *, timeout: float = 30.0, drain: bool = True) -> None:
+        """Stop taking work; give running syncs half of ``timeout`` to finish (``drain``), then
+        interrupt the engine's running operations (their stacks are recovered by the next
+        operation, here or in the next leader) and wait for the workers; stop the watches."""
         self._stopping.set()
+        if self.housekeeper is not None:
+            self.housekeeper.stop()
         self.queue.shutdown()
+        deadline = time.monotonic() + (timeout / 2 if drain else 0.0)
         for t in self._threads:
-            t.join(timeout)
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in self._threads):
+            cancel = getattr(self._engine, "cancel", None)
+            if callable(cancel):
+                _log.info("interrupting running stack operations")
+                cancel()
+            for t in self._threads:
+                t.join(timeout / 2)
         self.services.stop()
         self.nodes.stop()
         _log.info("controller stopped")
@@ -207,12 +285,15 @@ class Controller:
             key = self.queue.get()
             if key is None:
                 return
+            started = time.monotonic()
             try:
                 outcome = self.sync(key)
-                self._settle(key, outcome)
             except Exception as exc:  # a bug, not a cloud failure: back off, keep the worker
                 _log.exception("sync crashed", extra={"service": key})
-                self._settle(key, SyncOutcome(Failure.BACKOFF, f"internal error: {exc}"))
+                outcome = SyncOutcome(Failure.BACKOFF, f"internal error: {exc}")
+            try:
+                self.metrics.reconcile(_RESULTS[outcome.failure], time.monotonic() - started)
+                self._settle(key, outcome)
             finally:
                 self.queue.done(key)
 
@@ -241,11 +322,14 @@ class Controller:
 
     def sync(self, key: str) -> SyncOutcome:
         service = self.services.get(key)
-        if service is None:
-            with self._lock:
+        action = Action.IGNORE if service is None else decide(service, self._settings)
+        with self._lock:
+            orphan = self._orphans.pop(key, None)
+            if service is None:
                 self._applied.pop(key, None)
-            return SyncOutcome()
-        action = decide(service, self._settings)
+        if action is Action.IGNORE:
+            return self._delete_orphan(key, orphan) if orphan is not None else SyncOutcome()
+        assert service is not None
         try:
             if action is Action.ENSURE:
                 return self._ensure(key, service)
@@ -260,8 +344,47 @@ class Controller:
                 return SyncOutcome()  # deleted meanwhile; nothing of ours can be left to do
             return SyncOutcome(kind, f"Kubernetes API: {exc}", service, action)
 
+    def _delete_orphan(self, key: str, ref: ServiceRef) -> SyncOutcome:
+        """The housekeeper found this stack without a Service that wants it, past the grace
+        period; the Service is still absent (or wants no load balancer) now."""
+        _log.warning("destroying an orphaned stack", extra={"service": key, "uid": ref.uid or None})
+        try:
+            self._timed("destroy", lambda: self._engine.delete(ref))
+        except Exception as exc:
+            return self._engine_failure(exc, None, Action.CLEANUP)
+        self.metrics.orphan_deleted()
+        _log.info("orphaned stack destroyed", extra={"service": key})
+        return SyncOutcome()
+
+    def _timed(self, kind: str, call: Callable[[], T]) -> T:
+        started = time.monotonic()
+        try:
+            value = call()
+        except Exception:
+            self.metrics.stack_operation(kind, "error", time.monotonic() - started)
+            raise
+        if kind == "up" and not getattr(value, "changed", True):
+            kind = "skip"
+        self.metrics.stack_operation(kind, "success", time.monotonic() - started)
+        return value
+
+    def _check_drift(self, key: str, ref: ServiceRef) -> bool:
+        with self._lock:
+            if key not in self._drift:
+                return False
+            self._drift.discard(key)
+        try:
+            drifted = self._timed("refresh", lambda: self._engine.refresh(ref))
+        except Exception as exc:  # the ensure that follows reports what is wrong
+            _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
+            return False
+        self.metrics.drift_checked(drifted)
+        if drifted:
+            _log.warning("the cloud drifted from the stack; repairing", extra={"service": key})
+        return drifted
+
     def _engine_failure(
-        self, exc: Exception, service: Mapping[str, Any], action: Action
+        self, exc: Exception, service: Mapping[str, Any] | None, action: Action
     ) -> SyncOutcome:
         return SyncOutcome(classify(exc), str(exc) or type(exc).__name__, service, action)
 
@@ -319,10 +442,15 @@ class Controller:
             service = self._patch_fresh(service, add)
             if decide(service, self._settings) is not Action.ENSURE:
                 return SyncOutcome(Failure.RETRY_SOON, "the Service changed during the sync")
+        ref = spec.service
+        drifted = self._check_drift(key, ref)
         try:
-            result = self._engine.ensure(spec)
+            result = self._timed("up", lambda: self._engine.ensure(spec))
         except Exception as exc:
             return self._engine_failure(exc, service, Action.ENSURE)
+        if drifted:
+            self.metrics.drift_repaired()
+            self._record(service, (DRIFT_REPAIRED,))
         with self._lock:
             self._applied[key] = _Applied(uid, spec, result.lb_id)
         no_nodes = any(e.reason == "UnAvailableLoadBalancer" for e in plan.events)
@@ -348,7 +476,7 @@ class Controller:
         self._record(service, plan.events_before)
         ref = ServiceRef(str(meta["namespace"]), str(meta["name"]), str(meta.get("uid") or ""))
         try:
-            self._engine.delete(ref)
+            self._timed("destroy", lambda: self._engine.delete(ref))
         except Exception as exc:
             return self._engine_failure(exc, service, Action.CLEANUP)
         with self._lock:
@@ -373,76 +501,3 @@ class Controller:
     def _record(self, service: Mapping[str, Any], events: Iterable[Event]) -> None:
         for event in events:
             self._recorder.record(service, event)
-
-
-def run_controller(
-    *,
-    kubeconfig: Path | None,
-    cloud_config: Path,
-    engine: LoadBalancerEngine | None = None,
-    state_dir: Path | None = None,
-    backend_url: str = "",
-    cluster_name: str = "kubernetes",
-    owned_classes: Iterable[str] = (),
-    serve_default: bool = True,
-    workers: int = 4,
-    stop: threading.Event | None = None,
-) -> int:
-    """Run until ``stop`` is set (or SIGTERM/SIGINT when called from the main thread without
-    ``stop``). Returns a process exit code: 0 after a clean stop, 2 for an unusable cloud.conf.
-
-    Without ``engine``, the Pulumi engine is built: stacks under ``state_dir`` (default
-    ``./lbr-state``), backend ``backend_url`` (default ``file://<state_dir>/backend``), the
-    secrets passphrase from ``PULUMI_CONFIG_PASSPHRASE``."""
-    parsed = parse_cloud_conf(text=cloud_config.read_text())
-    for issue in parsed.warnings:
-        _log.warning("cloud.conf", extra={"issue": str(issue)})
-    if parsed.config is None:
-        for issue in parsed.errors:
-            _log.error("cloud.conf", extra={"issue": str(issue)})
-        return 2
-    if engine is None:
-        engine = _default_engine(
-            config=parsed.config,
-            cluster_name=cluster_name,
-            state_dir=state_dir or Path("lbr-state"),
-            backend_url=backend_url,
-        )
-    settings = ControllerSettings(
-        cluster_name=cluster_name,
-        owned_classes=frozenset(c for c in owned_classes if c),
-        serve_default=serve_default,
-    )
-    kube = KubeApi(api_client=api_client(kubeconfig=kubeconfig))
-    controller = Controller(
-        kube=kube, engine=engine, config=parsed.config, settings=settings, workers=workers
-    )
-    done = stop or threading.Event()
-    if stop is None and threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda _s, _f: done.set())
-    controller.start()
-    try:
-        done.wait()
-    finally:
-        controller.stop()
-        kube.close()
-    return 0
-
-
-def _default_engine(
-    *, config: CloudConfig, cluster_name: str, state_dir: Path, backend_url: str
-) -> LoadBalancerEngine:
-    from reconciler.config import Secret
-    from reconciler.engine import Engine, EngineSettings
-    from reconciler.toolchain import find_toolchain
-
-    settings = EngineSettings(
-        cluster_name=cluster_name,
-        state_dir=state_dir,
-        auth=config.auth,
-        toolchain=find_toolchain(),
-        backend_url=backend_url,
-        passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
-    )
-    return PulumiEngine(engine=Engine(settings=settings))

@@ -3,11 +3,13 @@
 :class:`Engine` holds the settings (backend, secrets, credentials, deadlines); :meth:`Engine.stack`
 gives the :class:`ServiceStack` of one Service, whose four operations are what the controller
 calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
-and :meth:`~ServiceStack.refresh`. Decisions (names, tags, skip or not, what a crash left) are
-pure functions in :mod:`reconciler.engine_plan`; errors are classified in
-:mod:`reconciler.engine_errors`; crash recovery (stale locks, pending creates, interrupting a
-hanging ``pulumi``) is in :mod:`reconciler.engine_recovery`; this module only runs the
-operations and reports.
+and :meth:`~ServiceStack.refresh`. :meth:`Engine.stacks` lists this cluster's stacks (for the
+housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. Decisions (names,
+tags, skip or not, what a crash left, parsing the listing) are pure functions in
+:mod:`reconciler.engine_plan`; errors are classified in :mod:`reconciler.engine_errors`; crash
+recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
+:mod:`reconciler.engine_recovery`; config, tags and listing in
+:mod:`reconciler.engine_stack_meta`; this module only runs the operations and reports.
 
 * **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
   project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
@@ -25,8 +27,9 @@ operations and reports.
 * **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
   host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
   imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine_plan`).
-  An operation that runs past ``operation_timeout`` gets SIGINT (pulumi then stops cleanly and
-  releases its lock), SIGKILL after ``interrupt_grace``; the next operation recovers.
+  An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
+  called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
+  ``interrupt_grace``; the next operation recovers.
 * **Shared load balancers**: deleting the owner while others use it releases the load balancer
   (retained in the cloud, as OCCM does); the last sharer's ``delete`` removes it.
 """
@@ -36,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,14 +49,18 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine_errors import EngineError, classify, redact, summarize
+from reconciler.engine_errors import (
+    EngineError,
+    InterruptedOperationError,
+    classify,
+    redact,
+    summarize,
+)
 from reconciler.engine_plan import (
     HASH_TAG,
-    LB_ID_TAG,
     OWNS_TAG,
     PROJECT,
-    SHARED_TAG,
-    provider_config,
+    StackInfo,
     secret_values,
     should_skip,
     spec_for_stack,
@@ -66,12 +73,20 @@ from reconciler.engine_recovery import (
     repair_torn_sidecars,
     run_with_deadline,
 )
+from reconciler.engine_stack_meta import (
+    configure,
+    ensure_tags,
+    list_stacks,
+    plain_outputs,
+    record_outputs,
+    stacks_tagged,
+)
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY, main
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, main
 
-__all__ = ["DeleteResult", "Engine", "EngineSettings", "EnsureResult", "ServiceStack"]
+__all__ = ["DeleteResult", "Engine", "EngineSettings", "EnsureResult", "ServiceStack", "StackInfo"]
 
 log = logging.getLogger("reconciler.engine")
 T = TypeVar("T")
@@ -121,9 +136,26 @@ class Engine:
         # The toolchain's own CLI, never whatever `pulumi` this process's PATH holds; checked
         # against the SDK's minimum version once, here.
         self.pulumi_command = auto.PulumiCommand(root=str(settings.toolchain.pulumi_root()))
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Interrupt the running stack operations and refuse new ones (the process stops):
+        they raise :class:`InterruptedOperationError`; the next process recovers the stacks."""
+        self.cancelled.set()
 
     def stack(self, *, service: ServiceRef) -> ServiceStack:
         return ServiceStack(engine=self, service=service)
+
+    def stacks(self) -> list[StackInfo]:
+        """This cluster's stacks on the backend (tag ``lbr:cluster``), without opening any."""
+        return list_stacks(self)
+
+    def stack_for(self, info: StackInfo) -> ServiceStack:
+        """The stack of a listed one, to refresh or delete it (its Service from the tags)."""
+        stack = self.stack(service=ServiceRef(info.namespace, info.name, info.uid))
+        if stack.name != info.stack:
+            raise ValueError(f"stack {info.stack} is not named as this engine names {info.key}")
+        return stack
 
     def env(self) -> dict[str, str]:
         env = self.settings.toolchain.env()
@@ -133,10 +165,13 @@ class Engine:
         env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
         return env
 
-    def error(self, exc: BaseException, *, stack: str, doing: str) -> EngineError:
+    def error(
+        self, exc: BaseException, *, stack: str, doing: str, subject: str = ""
+    ) -> EngineError:
         text = redact(str(exc), self._secrets)
         cls = classify(text)
-        return cls(f"{doing} of stack {stack} failed: {summarize(text)}", stack=stack)
+        what = subject or f"stack {stack}"
+        return cls(f"{doing} of {what} failed: {summarize(text)}", stack=stack)
 
     def rest(self) -> OpenStackRest:
         return OpenStackRest(auth=self.settings.auth)
@@ -186,28 +221,13 @@ class ServiceStack:
             raise self.engine.error(exc, stack=self.name, doing="opening") from None
         return stack
 
-    def _ensure_tags(self, stack: auto.Stack, tags: Mapping[str, str]) -> dict[str, str]:
-        s = self.engine.settings
-        wanted = stack_tags(
-            cluster_name=s.cluster_name,
-            namespace=self.service.namespace,
-            name=self.service.name,
-            uid=self.service.uid,
-        )
-        current = dict(tags)
-        for key, value in wanted.items():
-            if current.get(key) != value:
-                stack.set_tag(key, value)
-                current[key] = value
-        return current
-
     # --- the four operations -----------------------------------------------------------------
 
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
         """Bring the cloud to ``spec``; nothing happens if it was the last applied spec."""
         stack = self._open(create=True)
         assert stack is not None
-        tags = self._ensure_tags(stack, stack.list_tags())
+        tags = ensure_tags(stack, stack.list_tags(), self._wanted_tags())
         spec = spec_for_stack(spec, tags=tags)
         digest = spec.spec_hash()
         self._recover(stack)
@@ -215,10 +235,10 @@ class ServiceStack:
             return EnsureResult(False, digest, self._outputs(stack), {})
         if HASH_TAG in tags:
             stack.remove_tag(HASH_TAG)
-        self._configure(stack, spec, release=False)
+        self._configure(stack, spec)
         result = self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="up")
-        outputs = _plain(result.outputs)
-        self._record(stack, tags, outputs, digest)
+        outputs = plain_outputs(result.outputs)
+        record_outputs(stack, tags, outputs, digest)
         if self._imports:
             self._imports = {}
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
@@ -229,10 +249,10 @@ class ServiceStack:
         """What ``ensure(spec)`` would change, by operation (``{"create": 5, "same": 2}``)."""
         stack = self._open(create=True)
         assert stack is not None
-        tags = self._ensure_tags(stack, stack.list_tags())
+        tags = ensure_tags(stack, stack.list_tags(), self._wanted_tags())
         spec = spec_for_stack(spec, tags=tags)
         self._recover(stack)
-        self._configure(stack, spec, release=False)
+        self._configure(stack, spec)
         result = self._deadline(
             lambda: stack.preview(on_output=_quiet), stack=stack, doing="preview"
         )
@@ -281,62 +301,32 @@ class ServiceStack:
 
     # --- pieces ------------------------------------------------------------------------------
 
-    def _configure(self, stack: auto.Stack, spec: LoadBalancerSpec, *, release: bool) -> None:
-        plain = {
-            f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
-            f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
-            f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(self._imports)),
-        }
-        secrets = {}
-        for key, (value, secret) in provider_config(self.engine.settings.auth).items():
-            if secret:
-                secrets[key] = value
-            else:
-                plain[key] = auto.ConfigValue(value)
-        try:
-            stack.set_all_config(plain)
-        except auto.CommandError as exc:
-            raise self.engine.error(exc, stack=self.name, doing="config") from None
-        for key, value in secrets.items():
-            self._pulumi(["config", "set", "--secret", key], stdin=value)
+    def _wanted_tags(self) -> dict[str, str]:
+        ref, cluster = self.service, self.engine.settings.cluster_name
+        return stack_tags(cluster_name=cluster, namespace=ref.namespace, name=ref.name, uid=ref.uid)
 
-    def _record(
-        self, stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any], digest: str
-    ) -> None:
-        lb_id = str(outputs.get("lb_id") or "")
-        if lb_id and tags.get(LB_ID_TAG) != lb_id:
-            stack.set_tag(LB_ID_TAG, lb_id)
-        shared = str(bool(outputs.get("shared"))).lower()
-        if tags.get(SHARED_TAG) != shared:
-            stack.set_tag(SHARED_TAG, shared)
-        if shared == "false" and lb_id and tags.get(OWNS_TAG) != lb_id:
-            stack.set_tag(OWNS_TAG, lb_id)
-        stack.set_tag(HASH_TAG, digest)
+    def _configure(self, stack: auto.Stack, spec: LoadBalancerSpec) -> None:
+        configure(
+            self.engine,
+            stack,
+            spec,
+            stack_name=self.name,
+            work_dir=self.work_dir,
+            imports=self._imports,
+            release=False,
+        )
 
     def _outputs(self, stack: auto.Stack) -> dict[str, Any]:
-        return _plain(stack.outputs())
-
-    def _pulumi(self, args: list[str], *, stdin: str | None = None) -> str:
-        """Run the CLI directly (for what the Automation API would put on a command line)."""
-        done = subprocess.run(
-            [str(self.engine.settings.toolchain.path("pulumi")), *args, "--stack", self.name],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            cwd=self.work_dir,
-            env=self.engine.env(),
-            check=False,
-        )
-        if done.returncode != 0:
-            text = done.stdout + done.stderr
-            raise self.engine.error(
-                RuntimeError(text), stack=self.name, doing=f"pulumi {args[0]} {args[1]}"
-            )
-        return done.stdout
+        return plain_outputs(stack.outputs())
 
     def _deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T:
         """Run a stack operation; interrupt it if it outlives the operation timeout."""
         settings = self.engine.settings
+        if self.engine.cancelled.is_set():
+            raise InterruptedOperationError(
+                f"{doing} of stack {self.name} not started: the controller is stopping",
+                stack=self.name,
+            )
         return run_with_deadline(
             run,
             stack_name=self.name,
@@ -344,6 +334,7 @@ class ServiceStack:
             timeout=settings.operation_timeout,
             grace=settings.interrupt_grace,
             on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
+            cancel=self.engine.cancelled,
         )
 
     def _recover(self, stack: auto.Stack) -> None:
@@ -365,7 +356,7 @@ class ServiceStack:
         rest = self.engine.rest()
         if rest.listener_tags(lb_id):
             return False
-        owners = self._pulumi_stacks_tagged(OWNS_TAG, lb_id)
+        owners = stacks_tagged(self.engine, OWNS_TAG, lb_id, work_dir=self.work_dir)
         if owners:
             return False
         lb = rest.load_balancer(lb_id)
@@ -376,34 +367,6 @@ class ServiceStack:
                 rest.delete_floating_ip(str(fip["id"]))
         rest.delete_load_balancer(lb_id)
         return True
-
-    def _pulumi_stacks_tagged(self, key: str, value: str) -> list[str]:
-        done = subprocess.run(
-            [
-                str(self.engine.settings.toolchain.path("pulumi")),
-                "stack",
-                "ls",
-                "--tag",
-                f"{key}={value}",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            cwd=self.work_dir,
-            env=self.engine.env(),
-            check=True,
-        )
-        return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
-
-
-OUTPUT_KEYS = ("spec", "spec_hash", "lb_id", "vip_address", "vip_port_id", "floating_ip", "shared")
-
-
-def _plain(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
-    """Stack outputs as plain values; Pulumi drops None outputs, they come back as None."""
-    plain = {key: None for key in OUTPUT_KEYS}
-    plain.update({k: v.value for k, v in outputs.items()})
-    return plain
 
 
 def _quiet(_line: str) -> None:

@@ -5,6 +5,7 @@ Every failure of a stack operation reaches the controller as one :class:`EngineE
 * :class:`ConflictError` (retryable soon): Octavia's 409 while a load balancer is ``PENDING_*``,
   a stack locked by a live update, a 5xx or a dropped connection from the cloud;
 * :class:`UpTimeoutError` (retryable): an operation that ran past its deadline and was interrupted;
+* :class:`InterruptedOperationError` (retryable): interrupted because the controller stops;
 * :class:`QuotaError` (retryable, slowly): a project quota is exhausted; someone must act;
 * :class:`InvalidConfigError` (not retryable until the Service or cloud.conf changes): the cloud
   rejects what the Service asks for (400s, a missing network, max-shared-lb, ...);
@@ -24,6 +25,7 @@ __all__ = [
     "ConflictError",
     "EngineError",
     "InternalError",
+    "InterruptedOperationError",
     "InvalidConfigError",
     "QuotaError",
     "UpTimeoutError",
@@ -51,6 +53,13 @@ class ConflictError(EngineError):
 class UpTimeoutError(EngineError):
     retryable = True
     reason = "Timeout"
+
+
+class InterruptedOperationError(EngineError):
+    """The process is shutting down and interrupted the operation (see run_with_deadline)."""
+
+    retryable = True
+    reason = "Interrupted"
 
 
 class QuotaError(EngineError):

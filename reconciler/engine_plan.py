@@ -15,6 +15,11 @@ OCCM too, its LB name has no uid); it is a stack tag, with cluster, namespace an
 **Skipping.** The stack tag ``lbr:spec-hash`` holds the hash of the spec of the last *successful*
 ``up``; it is removed before an ``up`` starts, so an interrupted or failed ``up`` never looks done.
 
+**Listing.** ``pulumi stack ls --json`` gives a stack's name, last update time, whether an
+update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
+former, :func:`parse_tags_file` a ``file://`` backend's tags file, and :func:`stack_info` joins
+them into a :class:`StackInfo` (see :mod:`reconciler.engine_stack_meta` for how they are read).
+
 **Pending creates.** A ``pulumi`` killed during ``up`` leaves ``pending_operations`` in the state:
 resources it asked the cloud to create whose IDs it never recorded. :func:`pending_creates`
 lists them with the name (or description) to find them by in the cloud; batch and association
@@ -25,31 +30,46 @@ cleared, the next ``up`` applies them again.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from reconciler.config import AuthConfig
 from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = [
+    "CLUSTER_TAG",
     "HASH_TAG",
     "LB_ID_TAG",
+    "NAMESPACE_TAG",
+    "NAME_TAG",
     "OWNS_TAG",
     "SHARED_TAG",
+    "UID_TAG",
     "PendingCreate",
+    "StackInfo",
+    "StackListing",
+    "parse_stack_ls",
+    "parse_tags_file",
     "pending_creates",
     "provider_config",
     "secret_values",
     "should_skip",
     "spec_for_stack",
+    "stack_info",
     "stack_name",
     "stack_tags",
 ]
 
 PROJECT = "lb-reconciler"
 TAG_PREFIX = "lbr:"
+CLUSTER_TAG = TAG_PREFIX + "cluster"
+NAMESPACE_TAG = TAG_PREFIX + "namespace"
+NAME_TAG = TAG_PREFIX + "name"
+UID_TAG = TAG_PREFIX + "uid"
 HASH_TAG = TAG_PREFIX + "spec-hash"
 LB_ID_TAG = TAG_PREFIX + "lb-id"
 SHARED_TAG = TAG_PREFIX + "shared"
@@ -68,12 +88,7 @@ def stack_name(*, cluster_name: str, namespace: str, name: str) -> str:
 
 
 def stack_tags(*, cluster_name: str, namespace: str, name: str, uid: str) -> dict[str, str]:
-    return {
-        TAG_PREFIX + "cluster": cluster_name,
-        TAG_PREFIX + "namespace": namespace,
-        TAG_PREFIX + "name": name,
-        TAG_PREFIX + "uid": uid,
-    }
+    return {CLUSTER_TAG: cluster_name, NAMESPACE_TAG: namespace, NAME_TAG: name, UID_TAG: uid}
 
 
 def should_skip(*, tags: Mapping[str, str], spec_hash: str) -> bool:
@@ -89,6 +104,127 @@ def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBa
     if spec.existing_lb_id and spec.existing_lb_id == tags.get(OWNS_TAG):
         return replace(spec, existing_lb_id=None)
     return spec
+
+
+@dataclass(frozen=True)
+class StackListing:
+    """One entry of ``pulumi stack ls --json``."""
+
+    name: str  # the stack's own name (``prod.default.web``)
+    qualified: str  # as listed; with ``--all`` ``organization/lb-reconciler/prod.default.web``
+    last_update: datetime | None  # end of the last update (UTC); None: none, or in progress
+    update_in_progress: bool  # only backends that report progress (Pulumi Cloud) say so
+    resource_count: int | None
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """A stack of this cluster, as listed: which Service it belongs to and what it last did.
+
+    ``spec_hash`` is None when the last ``up`` did not finish (or failed) or a refresh found
+    drift: the next ``ensure`` runs ``up``. ``locked``: a ``file://`` backend holds a lock of a
+    live (or unknown, other-host) process; None for other backends, which do not say cheaply.
+    """
+
+    stack: str
+    namespace: str
+    name: str
+    uid: str
+    lb_id: str | None
+    shared: bool
+    owns_lb: str | None
+    spec_hash: str | None
+    last_update: datetime | None
+    update_in_progress: bool
+    resource_count: int | None
+    locked: bool | None = None
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the Service's key in the controller's cache and queue."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def busy(self) -> bool:
+        """An operation is (or may be) running on the stack right now."""
+        return self.update_in_progress or bool(self.locked)
+
+
+def parse_stack_ls(text: str) -> list[StackListing]:
+    """The entries of ``pulumi stack ls --json``; raises ValueError on anything else."""
+    try:
+        raw = json.loads(text) if text.strip() else []
+    except ValueError:
+        raise ValueError(f"pulumi stack ls --json did not print JSON: {text[:200]!r}") from None
+    if not isinstance(raw, list):
+        raise ValueError("pulumi stack ls --json did not print a list")
+    out = []
+    for entry in raw:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise ValueError(f"pulumi stack ls --json printed an unexpected entry: {entry!r}")
+        qualified = str(entry["name"])
+        count = entry.get("resourceCount")
+        out.append(
+            StackListing(
+                name=qualified.rsplit("/", 1)[-1],
+                qualified=qualified,
+                last_update=_parse_time(entry.get("lastUpdate")),
+                update_in_progress=entry.get("updateInProgress") is True,
+                resource_count=count if isinstance(count, int) and count >= 0 else None,
+            )
+        )
+    return out
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def parse_tags_file(text: str) -> dict[str, str] | None:
+    """The tags in a ``file://`` backend's ``<stack>.pulumi-tags`` (``{"version": 1, "tags":
+    {...}}``); None for any other content (a format this code does not know: ask the CLI)."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(raw, Mapping) or raw.get("version") != 1:
+        return None
+    tags = raw.get("tags")
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping):
+        return None
+    return {str(k): str(v) for k, v in tags.items()}
+
+
+def stack_info(
+    listing: StackListing, tags: Mapping[str, str], *, cluster_name: str, locked: bool | None
+) -> StackInfo | None:
+    """The :class:`StackInfo` of a listed stack; None when it is not one of ``cluster_name``'s
+    Service stacks (another cluster, or its namespace or name tag is missing: an ``ensure``
+    stopped while tagging a new stack, which its next ``ensure`` completes)."""
+    namespace, name = tags.get(NAMESPACE_TAG), tags.get(NAME_TAG)
+    if tags.get(CLUSTER_TAG) != cluster_name or not namespace or not name:
+        return None
+    return StackInfo(
+        stack=listing.name,
+        namespace=namespace,
+        name=name,
+        uid=tags.get(UID_TAG, ""),
+        lb_id=tags.get(LB_ID_TAG) or None,
+        shared=tags.get(SHARED_TAG) == "true",
+        owns_lb=tags.get(OWNS_TAG) or None,
+        spec_hash=tags.get(HASH_TAG) or None,
+        last_update=listing.last_update,
+        update_in_progress=listing.update_in_progress,
+        resource_count=listing.resource_count,
+        locked=locked,
+    )
 
 
 # cloud.conf [Global] field -> the OpenStack provider's config key, and whether it is secret.

@@ -31,6 +31,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
-from reconciler.engine_errors import UpTimeoutError
+from reconciler.engine_errors import InterruptedOperationError, UpTimeoutError
 from reconciler.engine_plan import PROJECT, pending_creates
 from reconciler.openstack_rest import OpenStackRest
 
@@ -162,11 +163,15 @@ def run_with_deadline(
     timeout: float,
     grace: float,
     on_error: Callable[[Exception], BaseException],
+    cancel: threading.Event | None = None,
 ) -> T:
-    """Run a stack operation; interrupt it if it outlives ``timeout``.
+    """Run a stack operation; interrupt it if it outlives ``timeout`` or ``cancel`` is set
+    (the process is shutting down).
 
     An exception of ``run`` is passed through ``on_error`` (the engine's classification) and
-    the result raised; a timeout raises :class:`UpTimeoutError`.
+    the result raised; a timeout raises :class:`UpTimeoutError`, a cancel
+    :class:`InterruptedOperationError`. Either way the ``pulumi`` child gets SIGINT (it
+    cancels cleanly), then SIGKILL after ``grace``, and its provider plugins are reaped.
     """
     box: dict[str, Any] = {}
 
@@ -178,7 +183,12 @@ def run_with_deadline(
 
     thread = threading.Thread(target=target, name=f"pulumi-{doing}-{stack_name}", daemon=True)
     thread.start()
-    thread.join(timeout)
+    deadline = time.monotonic() + timeout
+    while thread.is_alive():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or (cancel is not None and cancel.is_set()):
+            break
+        thread.join(min(remaining, 0.2))  # slices, so a cancel is seen within 0.2 s
     if thread.is_alive():
         # pulumi's plugins (the OpenStack provider) are its children: they outlive a killed
         # pulumi (re-parented, polling the cloud) unless they are stopped too.
@@ -195,6 +205,12 @@ def run_with_deadline(
         for pid, started in plugins:
             if start_time(pid) == started:  # still the same process, not a reused PID
                 send_signal(pid, signal.SIGKILL)
+        if cancel is not None and cancel.is_set():
+            raise InterruptedOperationError(
+                f"{doing} of stack {stack_name} was interrupted by the controller's shutdown; "
+                "the next operation recovers the stack",
+                stack=stack_name,
+            )
         raise UpTimeoutError(
             f"{doing} of stack {stack_name} ran past {timeout}s and was "
             "interrupted; the next operation recovers the stack",

@@ -181,7 +181,13 @@ class OpenStackRest:
         """The tags of each listener on a load balancer."""
         url = self._url("load-balancer", "v2/lbaas/listeners", {"loadbalancer_id": lb_id})
         _status, _headers, payload = self._send("GET", url)
-        return [tuple(item.get("tags") or ()) for item in payload.get("listeners", [])]
+        # filtered again here: a cloud that ignored the filter would make every listener of
+        # the project look like a tenant of this load balancer (and keep it, leaked)
+        return [
+            tuple(item.get("tags") or ())
+            for item in payload.get("listeners", [])
+            if any(lb.get("id") == lb_id for lb in item.get("loadbalancers") or ())
+        ]
 
     def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
         try:

@@ -257,6 +257,11 @@ class WorkQueue:
         with self._cond:
             return self._schedule.failures(key)
 
+    def in_flight(self) -> int:
+        """Keys being processed by a worker now."""
+        with self._cond:
+            return len(self._schedule.processing())
+
     def idle(self) -> bool:
         """Nothing ready, waiting or being processed."""
         with self._cond:

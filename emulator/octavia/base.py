@@ -81,6 +81,11 @@ class OctaviaBase:
             if (ctx.is_admin or r["project_id"] == ctx.project_id)
             and all(r.get(k) == v for k, v in match.items())
         ]
+        lb_ids = query.get("loadbalancer_id")
+        if lb_ids and kind != "loadbalancer":
+            # Octavia maps this filter to the child's load_balancer_id column; the API body
+            # shows it only as loadbalancers: [{"id": ...}]
+            records = [r for r in records if r.get("_lb_id") in lb_ids]
         allowed = frozenset(records[0]) if records else frozenset(query)
         records = filter_records(records, query, allowed=allowed, strict=False)
         return sort_records(records, query)

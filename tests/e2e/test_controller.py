@@ -25,6 +25,7 @@ import pytest
 from reconciler.backend import EnsureResult, Failure
 from reconciler.config import default_config
 from reconciler.controller import Controller
+from reconciler.engine_plan import StackInfo
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
@@ -108,6 +109,17 @@ class RecordingEngine:
             assert gate.wait(60), "delete gate never opened"
         if failure is not None:
             raise failure
+
+    def refresh(self, service: ServiceRef) -> bool:
+        with self.lock:
+            self.calls.append(Call("refresh", f"{service.namespace}/{service.name}", []))
+        return False
+
+    def stacks(self) -> list[StackInfo]:
+        return []
+
+    def cancel(self) -> None:
+        pass
 
     def ops(self, key: str) -> list[str]:
         with self.lock:

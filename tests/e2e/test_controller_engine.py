@@ -7,10 +7,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
@@ -27,6 +25,7 @@ from reconciler.queue import Backoff
 from reconciler.sync import ID_ANNOTATION, ControllerSettings
 from reconciler.toolchain import Toolchain
 from tests.e2e.test_controller import Running, ensure_nodes, wait_for
+from tests.emulated import EmulatorAdmin, cloud_conf_text
 
 pytestmark = pytest.mark.e2e
 
@@ -38,30 +37,11 @@ def emu() -> Iterator[EmulatorHandle]:
     handle.stop()
 
 
-def inventory(emu: EmulatorHandle) -> dict[str, Any]:
-    response = requests.get(f"{emu.url}/admin/inventory", timeout=10)
-    response.raise_for_status()
-    body: dict[str, Any] = response.json()
-    return body
-
-
 def test_real_engine_create_and_delete(
     control_plane: LocalControlPlane, toolchain: Toolchain, emu: EmulatorHandle, tmp_path: Path
 ) -> None:
     topo = emu.topology()
-    text = f"""
-[Global]
-auth-url = {topo["auth_url"]}
-username = {topo["username"]}
-password = {topo["password"]}
-tenant-name = {topo["project_name"]}
-user-domain-name = {topo["user_domain_name"]}
-tenant-domain-name = {topo["project_domain_name"]}
-region = {topo["region_name"]}
-
-[LoadBalancer]
-subnet-id = {topo["subnet_id"]}
-"""
+    text = cloud_conf_text(topo, f"subnet-id = {topo['subnet_id']}")
     parsed = parse_cloud_conf(text=text)
     assert parsed.config is not None, [str(e) for e in parsed.errors]
     config = parsed.config
@@ -97,7 +77,7 @@ subnet-id = {topo["subnet_id"]}
         except AssertionError as exc:
             messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
             raise AssertionError(f"{exc}; events: {messages}") from None
-        lbs = inventory(emu)["resources"]["loadbalancers"]
+        lbs = EmulatorAdmin(emu).lbs()
         assert len(lbs) == 1
         svc = r.get("web")
         assert svc["metadata"]["annotations"][ID_ANNOTATION] == lbs[0]["id"]
@@ -110,7 +90,7 @@ subnet-id = {topo["subnet_id"]}
         except AssertionError as exc:
             messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
             raise AssertionError(f"{exc}; events: {messages}") from None
-        assert inventory(emu)["resources"]["loadbalancers"] == []
+        assert EmulatorAdmin(emu).lbs() == []
         assert r.event("web", "DeletedLoadBalancer") is not None
     finally:
         controller.stop(timeout=60)

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from reconciler.cli import build_parser, main
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """`run` configures the root logger onto this test's captured stderr; undo that."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def test_emulator_help_is_the_emulators(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,3 +41,47 @@ def test_unknown_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str])
         main(["frobnicate"])
     assert done.value.code == 2
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_run_help_has_an_example_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "lb-reconciler run --cloud-config" in out
+    assert "--leader-elect" in out
+    assert "exit codes" in out
+
+
+def test_run_names_each_cloud_conf_problem_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "cloud.conf"
+    conf.write_text("[Global]\nauth-url = https://keystone.example/v3\npasword = hunter2\n")
+    code = main(["run", "--cloud-config", str(conf), "--log-format", "text", "--http-address", ""])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "cloud.conf" in err
+    assert "pasword" in err  # the bad key, by name
+    assert "hunter2" not in err  # and never its value
+
+
+def test_run_without_a_passphrase_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    conf = tmp_path / "cloud.conf"
+    conf.write_text(
+        "[Global]\nauth-url = https://keystone.example/v3\nusername = u\npassword = p\n"
+        "tenant-name = t\nregion = r\n"
+    )
+    code = main(["run", "--cloud-config", str(conf), "--log-format", "text", "--http-address", ""])
+    assert code == 2
+    assert "PULUMI_CONFIG_PASSPHRASE" in capsys.readouterr().err
+
+
+def test_run_rejects_a_bad_worker_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--cloud-config", "x", "--workers", "0"])
+    assert done.value.code == 2
+    assert "--workers" in capsys.readouterr().err

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import pytest
+
+from reconciler.engine_errors import InterruptedOperationError
 from reconciler.engine_plan import PROJECT
-from reconciler.engine_recovery import repair_torn_sidecars
+from reconciler.engine_recovery import repair_torn_sidecars, run_with_deadline
 
 
 def _stacks(root: Path) -> Path:
@@ -40,3 +44,34 @@ def test_nothing_is_touched_while_a_lock_is_held(tmp_path: Path) -> None:
 
 def test_other_backends_are_left_alone() -> None:
     assert repair_torn_sidecars(backend="s3://bucket", stack_name="c.ns.web") == []
+
+
+def test_a_cancel_interrupts_a_running_operation() -> None:
+    release, cancel = threading.Event(), threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    with pytest.raises(InterruptedOperationError, match="shutdown"):
+        run_with_deadline(
+            lambda: release.wait(60),
+            stack_name="s",
+            doing="up",
+            timeout=60,
+            grace=0.1,
+            on_error=lambda exc: exc,
+            cancel=cancel,
+        )
+    release.set()
+
+
+def test_an_operation_that_ends_in_time_returns_its_value() -> None:
+    assert (
+        run_with_deadline(
+            lambda: 7,
+            stack_name="s",
+            doing="up",
+            timeout=5,
+            grace=0.1,
+            on_error=lambda exc: exc,
+            cancel=threading.Event(),
+        )
+        == 7
+    )

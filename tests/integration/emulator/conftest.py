@@ -7,34 +7,20 @@ show nothing left that the test created (tests clean up after themselves).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import openstack
 import pytest
-import requests
 
 from emulator.cloud import CloudConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
+from tests.emulated import EmulatorAdmin, wait_until
+
+__all__ = ["FAST", "Admin", "wait_until"]
 
 FAST = TimingProfile(name="test", lb_create=0.4, lb_update=0.2, lb_delete=0.2, child=0.15)
-T = TypeVar("T")
-
-
-def wait_until(
-    probe: Callable[[], T | None], *, timeout: float = 15.0, interval: float = 0.05
-) -> T:
-    """Poll ``probe`` until it returns something truthy, or fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")
@@ -49,36 +35,12 @@ def topo(emu: EmulatorHandle) -> dict[str, Any]:
     return emu.topology()
 
 
-class Admin:
-    def __init__(self, url: str) -> None:
-        self.url = f"{url}/admin"
-
-    def get(self, path: str) -> Any:
-        response = requests.get(self.url + path, timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        response = requests.post(self.url + path, json=body, timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def put(self, path: str, body: dict[str, Any]) -> Any:
-        response = requests.put(self.url + path, json=body, timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def clear_faults(self) -> None:
-        requests.delete(self.url + "/faults", timeout=10).raise_for_status()
-
-    def created(self) -> dict[str, list[str]]:
-        created: dict[str, list[str]] = self.get("/inventory")["created"]
-        return created
+Admin = EmulatorAdmin
 
 
 @pytest.fixture(scope="session")
 def admin(emu: EmulatorHandle) -> Admin:
-    return Admin(emu.url)
+    return Admin(emu)
 
 
 @pytest.fixture

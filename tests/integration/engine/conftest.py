@@ -10,15 +10,13 @@ the emulator's inventory must show nothing created that the test did not delete.
 from __future__ import annotations
 
 import copy
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-import requests
 
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
@@ -27,21 +25,10 @@ from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 from reconciler.engine import Engine, EngineSettings, ServiceStack
 from reconciler.model import LoadBalancerSpec, build_spec
 from reconciler.toolchain import Toolchain
+from tests.emulated import EmulatorAdmin, cloud_conf_text, wait_until
 
 CLUSTER = "itest"
 PASSPHRASE = "engine-test-passphrase"
-T = TypeVar("T")
-
-
-def wait_until(probe: Callable[[], T | None], *, timeout: float = 30.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")
@@ -56,26 +43,7 @@ def topo(emu: EmulatorHandle) -> dict[str, Any]:
     return emu.topology()
 
 
-class Cloud:
-    """The emulator's admin view."""
-
-    def __init__(self, emu: EmulatorHandle) -> None:
-        self.url = f"{emu.url}/admin"
-
-    def inventory(self) -> dict[str, list[dict[str, Any]]]:
-        response = requests.get(self.url + "/inventory", timeout=10)
-        response.raise_for_status()
-        resources: dict[str, list[dict[str, Any]]] = response.json()["resources"]
-        return resources
-
-    def created(self) -> dict[str, list[str]]:
-        response = requests.get(self.url + "/inventory", timeout=10)
-        response.raise_for_status()
-        created: dict[str, list[str]] = response.json()["created"]
-        return created
-
-    def lbs(self) -> list[dict[str, Any]]:
-        return self.inventory()["loadbalancers"]
+Cloud = EmulatorAdmin
 
 
 @pytest.fixture(scope="session")
@@ -84,21 +52,7 @@ def cloud(emu: EmulatorHandle) -> Cloud:
 
 
 def cloud_conf(topo: dict[str, Any], load_balancer: str = "", extra: str = "") -> CloudConfig:
-    text = f"""
-[Global]
-auth-url = {topo["auth_url"]}
-username = {topo["username"]}
-password = {topo["password"]}
-tenant-name = {topo["project_name"]}
-user-domain-name = {topo["user_domain_name"]}
-tenant-domain-name = {topo["project_domain_name"]}
-region = {topo["region_name"]}
-
-[LoadBalancer]
-{load_balancer}
-{extra}
-"""
-    result = parse_cloud_conf(text=text)
+    result = parse_cloud_conf(text=cloud_conf_text(topo, load_balancer, extra))
     assert result.config is not None, [str(e) for e in result.errors]
     return result.config
 

@@ -189,3 +189,31 @@ def test_octavia_quota_is_403(cloud: Cloud, ctx: AuthContext, topo: dict[str, st
     cloud.octavia.set_quota(admin, ctx.project_id, {"load_balancer": 0})
     with pytest.raises(Forbidden, match="Quota has been met for resources: Load Balancer"):
         cloud.octavia.create_loadbalancer(ctx, {"vip_subnet_id": topo["subnet_id"]})
+
+
+def test_listeners_and_pools_filter_by_loadbalancer_id(
+    cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    """Octavia filters children by ``?loadbalancer_id=`` (gophercloud's ListOpts, which OCCM
+    and the engine use to find what else is on a load balancer)."""
+    ids = {}
+    for name in ("one", "two"):
+        lb = cloud.octavia.create_loadbalancer(
+            ctx, {"name": name, "vip_subnet_id": topo["subnet_id"]}
+        )
+        settle(cloud, clock)
+        listener = cloud.octavia.create_listener(
+            ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
+        )
+        settle(cloud, clock)
+        pool = cloud.octavia.create_pool(
+            ctx, {"listener_id": listener["id"], "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}
+        )
+        settle(cloud, clock)
+        ids[lb["id"]] = (listener["id"], pool["id"])
+    for lb_id, (listener_id, pool_id) in ids.items():
+        query = {"loadbalancer_id": [lb_id]}
+        assert [r["id"] for r in cloud.octavia.list_records("listener", ctx, query)] == [
+            listener_id
+        ]
+        assert [r["id"] for r in cloud.octavia.list_records("pool", ctx, query)] == [pool_id]

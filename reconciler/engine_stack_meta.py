@@ -1,0 +1,322 @@
+"""What the engine keeps *about* a stack besides its state: config, tags, and the stack listing.
+
+:mod:`reconciler.engine` runs the operations; these helpers write a stack's configuration (the
+spec and the provider's credentials) before an operation, its tags before and after one, and list
+the stacks of this cluster. The decisions and the parsing are pure, in
+:mod:`reconciler.engine_plan`.
+
+* **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
+  provider's secret fields with ``pulumi config set --secret`` on stdin, never on a command line.
+* **Outputs** (:func:`plain_outputs`): as plain values, every key present.
+* **Tags** (:func:`ensure_tags`, :func:`record_outputs`): ``lbr:cluster``, ``lbr:namespace``,
+  ``lbr:name``, ``lbr:uid`` on every stack; after a successful ``up`` ``lbr:lb-id``,
+  ``lbr:shared``, ``lbr:owns-lb`` and last the skip marker ``lbr:spec-hash``.
+* **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
+  --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
+  not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
+  files (the CLI keeps them there, ``{"version": 1, "tags": {...}}``) and its locks from
+  ``.pulumi/locks/``: microseconds a stack. For any other backend, or a tags file in a format this
+  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight at
+  a time). Nothing opens a stack or reads its state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from pulumi import automation as auto
+
+from reconciler.engine_plan import (
+    CLUSTER_TAG,
+    HASH_TAG,
+    LB_ID_TAG,
+    OWNS_TAG,
+    PROJECT,
+    SHARED_TAG,
+    StackInfo,
+    StackListing,
+    parse_stack_ls,
+    parse_tags_file,
+    provider_config,
+    stack_info,
+)
+from reconciler.engine_recovery import alive, lock_dir
+from reconciler.model.spec import LoadBalancerSpec
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY
+
+if TYPE_CHECKING:
+    from reconciler.engine import Engine
+
+__all__ = [
+    "configure",
+    "ensure_tags",
+    "list_stacks",
+    "plain_outputs",
+    "record_outputs",
+    "run_cli",
+    "stacks_tagged",
+]
+
+log = logging.getLogger("reconciler.engine")
+CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
+
+
+def run_cli(
+    engine: Engine, args: list[str], *, stack_name: str, work_dir: Path, stdin: str | None = None
+) -> str:
+    """Run the CLI directly on one stack (for what the Automation API would put on a command
+    line, such as a secret config value)."""
+    done = subprocess.run(
+        [str(engine.settings.toolchain.path("pulumi")), *args, "--stack", stack_name],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=work_dir,
+        env=engine.env(),
+        check=False,
+    )
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        raise engine.error(
+            RuntimeError(text), stack=stack_name, doing=f"pulumi {args[0]} {args[1]}"
+        )
+    return done.stdout
+
+
+# --- config and tags --------------------------------------------------------------------------
+
+
+def configure(
+    engine: Engine,
+    stack: auto.Stack,
+    spec: LoadBalancerSpec,
+    *,
+    stack_name: str,
+    work_dir: Path,
+    imports: Mapping[str, str],
+    release: bool,
+) -> None:
+    """Write the spec, the release flag, the imports and the provider config of ``stack``."""
+    plain = {
+        f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
+        f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
+        f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(dict(imports))),
+    }
+    secrets = {}
+    for key, (value, secret) in provider_config(engine.settings.auth).items():
+        if secret:
+            secrets[key] = value
+        else:
+            plain[key] = auto.ConfigValue(value)
+    try:
+        stack.set_all_config(plain)
+    except auto.CommandError as exc:
+        raise engine.error(exc, stack=stack_name, doing="config") from None
+    for key, value in secrets.items():
+        run_cli(
+            engine,
+            ["config", "set", "--secret", key],
+            stack_name=stack_name,
+            work_dir=work_dir,
+            stdin=value,
+        )
+
+
+def ensure_tags(
+    stack: auto.Stack, tags: Mapping[str, str], wanted: Mapping[str, str]
+) -> dict[str, str]:
+    """Set each ``wanted`` tag that ``tags`` (the stack's current ones) lacks or differs in;
+    return the tags as they are now."""
+    current = dict(tags)
+    for key, value in wanted.items():
+        if current.get(key) != value:
+            stack.set_tag(key, value)
+            current[key] = value
+    return current
+
+
+def record_outputs(
+    stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any], digest: str
+) -> None:
+    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership, and
+    last the spec hash that makes the next ``ensure`` of the same spec a skip."""
+    lb_id = str(outputs.get("lb_id") or "")
+    if lb_id and tags.get(LB_ID_TAG) != lb_id:
+        stack.set_tag(LB_ID_TAG, lb_id)
+    shared = str(bool(outputs.get("shared"))).lower()
+    if tags.get(SHARED_TAG) != shared:
+        stack.set_tag(SHARED_TAG, shared)
+    if shared == "false" and lb_id and tags.get(OWNS_TAG) != lb_id:
+        stack.set_tag(OWNS_TAG, lb_id)
+    stack.set_tag(HASH_TAG, digest)
+
+
+OUTPUT_KEYS = ("spec", "spec_hash", "lb_id", "vip_address", "vip_port_id", "floating_ip", "shared")
+
+
+def plain_outputs(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
+    """Stack outputs as plain values; Pulumi drops None outputs, they come back as None."""
+    plain: dict[str, Any] = {key: None for key in OUTPUT_KEYS}
+    plain.update({k: v.value for k, v in outputs.items()})
+    return plain
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+
+def stacks_tagged(engine: Engine, key: str, value: str, *, work_dir: Path) -> list[str]:
+    """Names of the project's stacks tagged ``key=value`` (``work_dir`` holds the project)."""
+    done = subprocess.run(
+        [
+            str(engine.settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--tag",
+            f"{key}={value}",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work_dir,
+        env=engine.env(),
+        check=True,
+    )
+    return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
+
+
+def list_stacks(engine: Engine) -> list[StackInfo]:
+    """Every stack of the engine's backend tagged ``lbr:cluster=<cluster_name>``, sorted by name.
+
+    Raises :class:`~reconciler.engine_errors.EngineError` when the backend cannot be listed. A
+    stack whose tags cannot be read (removed meanwhile) is left out, as is one without its
+    namespace and name tags (see :func:`~reconciler.engine_plan.stack_info`).
+    """
+    settings = engine.settings
+    cluster = settings.cluster_name
+    done = subprocess.run(
+        [
+            str(settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--json",
+            "--all",
+            "--project",
+            PROJECT,
+            "--tag",
+            f"{CLUSTER_TAG}={cluster}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    subject = f"the stacks of cluster {cluster}"
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        raise engine.error(RuntimeError(text), stack="", doing="listing", subject=subject)
+    try:
+        listings = parse_stack_ls(done.stdout)
+    except ValueError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    backend = settings.backend
+    tags: dict[str, dict[str, str] | None] = {
+        item.name: _file_tags(backend, item.name) for item in listings
+    }
+    missing = [item for item in listings if tags[item.name] is None]
+    if missing:
+        with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+            for item, found in zip(
+                missing, pool.map(lambda item: _cli_tags(engine, item), missing), strict=True
+            ):
+                tags[item.name] = found
+    out = []
+    for item in listings:
+        found = tags[item.name]
+        if found is None:
+            continue
+        info = stack_info(item, found, cluster_name=cluster, locked=_locked(backend, item.name))
+        if info is None:
+            log.warning("stack %s lacks its namespace or name tag; left out", item.name)
+            continue
+        out.append(info)
+    return sorted(out, key=lambda info: info.stack)
+
+
+def _file_tags(backend: str, name: str) -> dict[str, str] | None:
+    """A ``file://`` backend's tags of stack ``name``, read from its tags file; None: not a
+    ``file://`` backend, no such file, or a format this code does not know."""
+    if not backend.startswith("file://"):
+        return None
+    root = Path(unquote(urlsplit(backend).path))
+    try:
+        text = (root / ".pulumi" / "stacks" / PROJECT / f"{name}.pulumi-tags").read_text()
+    except OSError:
+        return None
+    return parse_tags_file(text)
+
+
+def _cli_tags(engine: Engine, item: StackListing) -> dict[str, str] | None:
+    settings = engine.settings
+    done = subprocess.run(
+        [
+            str(settings.toolchain.path("pulumi")),
+            "stack",
+            "tag",
+            "ls",
+            "--json",
+            "--stack",
+            item.qualified,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    try:
+        raw = json.loads(done.stdout) if done.returncode == 0 else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, Mapping):
+        log.warning("could not read the tags of stack %s; left out of the listing", item.name)
+        return None
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _locked(backend: str, name: str) -> bool | None:
+    """Whether a ``file://`` backend holds a lock on the stack that is not provably stale (a
+    lock of this host whose process is gone is stale: the next operation removes it). None for
+    other backends."""
+    folder = lock_dir(backend=backend, stack_name=name)
+    if folder is None:
+        return None
+    try:
+        locks = list(folder.glob("*.json"))
+    except OSError:
+        return False
+    host = socket.gethostname()
+    for lock in locks:
+        try:
+            owner = json.loads(lock.read_text())
+        except FileNotFoundError:
+            continue  # released meanwhile
+        except (OSError, ValueError):
+            return True  # being written: someone is taking it
+        if not isinstance(owner, Mapping):
+            return True
+        try:
+            pid = int(owner.get("pid") or 0)
+        except (TypeError, ValueError):
+            pid = 0
+        if owner.get("hostname") != host or alive(pid):
+            return True
+    return False

@@ -1,0 +1,180 @@
+"""``lb-reconciler run`` as a separate process, the way a pod runs it, for end-to-end tests.
+
+The process authenticates with a ServiceAccount token bound to the RBAC of ``deploy/rbac.yaml``
+(never the admin certificate), talks to the emulator through a cloud.conf, keeps its stacks in a
+``file://`` backend under a state folder shared by every replica of a test, and serves
+``/healthz``, ``/readyz`` and ``/metrics`` on a loopback port. It runs in a session of its own, so
+:meth:`ControllerProcess.kill` can SIGKILL the whole process group at once (the controller, its
+``pulumi`` children and their provider plugins), as a container runtime does to a pod.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from reconciler.toolchain import Toolchain
+
+PASSPHRASE = "e2e-process-passphrase"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class ControllerSetup:
+    """What every replica of one test shares."""
+
+    toolchain: Toolchain
+    kubeconfig: Path  # the ServiceAccount's, not the admin's
+    cloud_conf: Path
+    state_dir: Path
+    logs: Path
+    cluster_name: str = "e2e"
+    extra_args: list[str] = field(default_factory=list)
+
+
+class ControllerProcess:
+    def __init__(self, setup: ControllerSetup, *, identity: str, args: list[str] | None = None):
+        self.setup = setup
+        self.identity = identity
+        self.port = free_port()
+        self.log_path = setup.logs / f"{identity}.log"
+        self.argv = [
+            sys.executable,
+            "-m",
+            "reconciler.cli",
+            "run",
+            "--kubeconfig",
+            str(setup.kubeconfig),
+            "--cloud-config",
+            str(setup.cloud_conf),
+            "--state-dir",
+            str(setup.state_dir),
+            "--cluster-name",
+            setup.cluster_name,
+            "--http-address",
+            f"127.0.0.1:{self.port}",
+            "--log-format",
+            "json",
+            *setup.extra_args,
+            *(args or []),
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ControllerProcess:
+        env = dict(os.environ)
+        env.update(self.setup.toolchain.env())
+        env["PULUMI_CONFIG_PASSPHRASE"] = PASSPHRASE
+        env["POD_NAME"] = self.identity
+        env.pop("KUBECONFIG", None)
+        self.setup.logs.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # its own process group: kill() takes the children too
+            )
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def http(self, path: str) -> tuple[int, str]:
+        try:
+            response = requests.get(self.url + path, timeout=5)
+        except requests.RequestException:
+            return 0, ""  # not listening (yet, or any more)
+        return response.status_code, response.text
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample of ``/metrics`` (0 when absent)."""
+        _status, body = self.http("/metrics")
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in body.splitlines():
+            if line.startswith("#"):
+                continue
+            sample, _, value = line.rpartition(" ")
+            metric, _, rest = sample.partition("{")
+            got = ",".join(sorted(p for p in rest.rstrip("}").split(",") if p))
+            if metric == name and got == want:
+                return float(value)
+        return 0.0
+
+    def log_records(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def kill(self) -> None:
+        """SIGKILL the process group: the controller, its pulumi children and their plugins."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        _wait_group_gone(self.proc.pid)
+
+    def terminate(self, *, timeout: float = 60.0) -> int:
+        """SIGTERM (a pod deletion) and wait; returns the exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            self.kill()  # whatever is left of the group
+        return code
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_group_gone(pgid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while group_members(pgid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process group {pgid} still has members after SIGKILL")
+        time.sleep(0.1)

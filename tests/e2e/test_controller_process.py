@@ -1,0 +1,571 @@
+"""The controller as a process with the RBAC of deploy/, the real engine and the emulator.
+
+Everything here is what a cluster operator would see: ``kubectl`` (admin) applies and deletes
+Services; ``lb-reconciler run`` (a separate process, ServiceAccount token, leader election on)
+gives them load balancers in the emulator; the emulator's inventory is the cloud's truth. A
+module-scoped control plane keeps these tests off the shared one (the controller watches every
+namespace, as it does in a cluster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import openstack
+import pytest
+
+from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.server import EmulatorHandle, start
+from emulator.timing import INSTANT
+from reconciler.kube import api_client
+from reconciler.kubeio import KubeApi, KubeError
+from reconciler.localplane import LocalControlPlane
+from reconciler.model import FINALIZER
+from reconciler.toolchain import Toolchain
+from tests.e2e.controller_process import ControllerProcess, ControllerSetup
+from tests.e2e.rbac import install_rbac, service_account_kubeconfig
+from tests.emulated import EmulatorAdmin, cloud_conf_text
+
+pytestmark = pytest.mark.e2e
+T = TypeVar("T")
+LB = "loadbalancer.openstack.org/"
+EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
+FAST_LEASE = [
+    "--leader-elect",
+    "--leader-elect-lease-duration",
+    "6",
+    "--leader-elect-renew-deadline",
+    "4",
+    "--leader-elect-retry-period",
+    "1",
+]
+
+
+def eventually(probe: Callable[[], T | None], *, what: str, timeout: float = 180.0) -> T:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except KubeError as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.2)  # poll interval; the deadline bounds the wait
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plane(
+    toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalControlPlane]:
+    with LocalControlPlane.start(
+        toolchain=toolchain, folder=tmp_path_factory.mktemp("proc-plane")
+    ) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def admin_kube(plane: LocalControlPlane) -> Iterator[KubeApi]:
+    kube = KubeApi(api_client=api_client(kubeconfig=plane.kubeconfig))
+    yield kube
+    kube.close()
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorHandle]:
+    handle = start(config=EmulatorConfig(timing=INSTANT))
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture(scope="module")
+def cloud(emu: EmulatorHandle) -> EmulatorAdmin:
+    return EmulatorAdmin(emu)
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(
+    plane: LocalControlPlane, toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    install_rbac(kubectl=toolchain.path("kubectl"), kubeconfig=plane.kubeconfig)
+    return service_account_kubeconfig(
+        kubeconfig=plane.kubeconfig,
+        server=plane.server,
+        ca_cert=plane.pki.ca_cert,
+        out=tmp_path_factory.mktemp("sa") / "kubeconfig",
+    )
+
+
+def node_body(name: str, ip: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"providerID": f"openstack:///{name}"},
+    }
+
+
+def put_node(kube: KubeApi, name: str, ip: str, labels: dict[str, str] | None = None) -> None:
+    with contextlib.suppress(KubeError):
+        kube.create("/api/v1/nodes", node_body(name, ip, labels))
+    status = {
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": ip}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+    }
+    kube.patch(f"/api/v1/nodes/{name}/status", status)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nodes(admin_kube: KubeApi) -> None:
+    put_node(admin_kube, "worker-a", "10.0.0.11")
+    put_node(admin_kube, "worker-b", "10.0.0.12")
+    put_node(admin_kube, "worker-excluded", "10.0.0.19", {EXCLUDE: "true"})
+
+
+class Cluster:
+    """One test's view: a namespace, kubectl as admin, the cloud, controller replicas."""
+
+    def __init__(
+        self,
+        *,
+        plane: LocalControlPlane,
+        kube: KubeApi,
+        toolchain: Toolchain,
+        cloud: EmulatorAdmin,
+        setup: ControllerSetup,
+    ) -> None:
+        self.plane, self.kube, self.toolchain, self.cloud = plane, kube, toolchain, cloud
+        self.setup = setup
+        self.ns = f"t-{uuid.uuid4().hex[:6]}"
+        self.replicas: list[ControllerProcess] = []
+        kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
+
+    def controller(self, identity: str = "", args: list[str] | None = None) -> ControllerProcess:
+        proc = ControllerProcess(
+            self.setup, identity=identity or f"replica-{len(self.replicas)}", args=args
+        )
+        self.replicas.append(proc.start())
+        return proc
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 300) -> str:
+        done = subprocess.run(
+            [
+                str(self.toolchain.path("kubectl")),
+                "--kubeconfig",
+                str(self.plane.kubeconfig),
+                "-n",
+                self.ns,
+                *args,
+            ],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def svc_path(self, name: str) -> str:
+        return f"/api/v1/namespaces/{self.ns}/services/{name}"
+
+    def create(self, name: str, annotations: dict[str, str] | None = None, **spec: Any) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {
+                "type": "LoadBalancer",
+                "selector": {"app": name},
+                "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
+                **spec,
+            },
+        }
+        self.kube.create(f"/api/v1/namespaces/{self.ns}/services", body)
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self.kube.get(self.svc_path(name))
+
+    def ingress_ip(self, name: str) -> str | None:
+        ingress = (self.get(name).get("status", {}).get("loadBalancer") or {}).get("ingress")
+        return str(ingress[0].get("ip")) if ingress else None
+
+    def gone(self, name: str) -> bool:
+        try:
+            self.get(name)
+        except KubeError as exc:
+            return exc.not_found
+        return False
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        answer = self.kube.list(
+            f"/api/v1/namespaces/{self.ns}/events",
+            query={"fieldSelector": f"involvedObject.name={name}"},
+        )
+        return list(answer.get("items") or [])
+
+    def event(self, name: str, reason: str) -> dict[str, Any] | None:
+        return next((e for e in self.events(name) if e.get("reason") == reason), None)
+
+    def lbs_named(self, name: str) -> list[dict[str, Any]]:
+        want = f"kube_service_{self.setup.cluster_name}_{self.ns}_{name}"
+        return [lb for lb in self.cloud.lbs() if lb["name"] == want]
+
+    def listeners_of(self, lb_id: str) -> list[dict[str, Any]]:
+        return [
+            li
+            for li in self.cloud.inventory()["listeners"]
+            if any(x.get("id") == lb_id for x in li.get("loadbalancers", []))
+        ]
+
+    def members(self, name: str) -> set[str]:
+        """Addresses of the pool members of the Service's load balancer (Octavia's shapes:
+        a pool lists its load balancers and its members by id)."""
+        lbs = self.lbs_named(name)
+        if len(lbs) != 1:
+            return set()
+        inv = self.cloud.inventory()
+        ids = {
+            m["id"]
+            for p in inv["pools"]
+            if any(lb.get("id") == lbs[0]["id"] for lb in p.get("loadbalancers", []))
+            for m in p.get("members", [])
+        }
+        return {m["address"] for m in inv["members"] if m["id"] in ids}
+
+    def why(self, name: str) -> str:
+        events = [f"{e.get('reason')}: {e.get('message')}" for e in self.events(name)]
+        logs = "\n".join(r.log_tail(30) for r in self.replicas)
+        return f"events: {events}\ncontroller logs:\n{logs}"
+
+    def close(self) -> None:
+        for proc in self.replicas:
+            if proc.alive():
+                proc.terminate(timeout=60)
+
+
+@pytest.fixture
+def cluster(
+    plane: LocalControlPlane,
+    admin_kube: KubeApi,
+    toolchain: Toolchain,
+    emu: EmulatorHandle,
+    cloud: EmulatorAdmin,
+    sa_kubeconfig: Path,
+    tmp_path: Path,
+) -> Iterator[Cluster]:
+    topo = emu.topology()
+    conf = tmp_path / "cloud.conf"
+    conf.write_text(
+        cloud_conf_text(
+            topo,
+            f"subnet-id = {topo['subnet_id']}\nfloating-network-id = {topo['external_network_id']}",
+        )
+    )
+    setup = ControllerSetup(
+        toolchain=toolchain,
+        kubeconfig=sa_kubeconfig,
+        cloud_conf=conf,
+        state_dir=tmp_path / "state",
+        logs=tmp_path / "logs",
+        extra_args=["--housekeeping-interval", "2", "--orphan-grace", "3"],
+    )
+    c = Cluster(plane=plane, kube=admin_kube, toolchain=toolchain, cloud=cloud, setup=setup)
+    try:
+        yield c
+    finally:
+        c.close()
+        # nothing this test made may be left in the cloud
+        left = [lb["name"] for lb in cloud.lbs() if f"_{c.ns}_" in lb["name"]]
+        assert left == [], f"load balancers left behind: {left}"
+
+
+# -- the seed's flow ---------------------------------------------------------------------------
+
+EXAMPLE_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: example-service
+spec:
+  selector:
+    app: example
+  ports:
+    - port: 8765
+      targetPort: 9376
+  type: LoadBalancer
+"""
+
+
+def test_kubectl_flow_pending_to_ip_and_delete_waits_for_the_cloud(cluster: Cluster) -> None:
+    c = cluster
+    c.controller(args=FAST_LEASE)
+    c.kubectl("apply", "-f", "-", stdin=EXAMPLE_SERVICE)
+    first = c.kubectl("get", "service", "example-service")
+    assert "example-service" in first
+    ip = eventually(lambda: c.ingress_ip("example-service"), what="an EXTERNAL-IP")
+    shown = c.kubectl("get", "service", "example-service")
+    assert ip in shown, shown
+    assert "<pending>" not in shown
+    svc = c.get("example-service")
+    assert svc["metadata"]["finalizers"] == [FINALIZER]
+    lbs = c.lbs_named("example-service")
+    assert len(lbs) == 1, c.why("example-service")
+    assert svc["metadata"]["annotations"][LB + "load-balancer-id"] == lbs[0]["id"]
+    assert c.members("example-service") == {"10.0.0.11", "10.0.0.12"}  # not the excluded node
+    reasons = [e["reason"] for e in c.events("example-service")]
+    assert "EnsuringLoadBalancer" in reasons
+    assert "EnsuredLoadBalancer" in reasons
+
+    c.kubectl("delete", "service", "example-service", timeout=300)  # waits for the finalizer
+    assert c.gone("example-service")
+    assert c.lbs_named("example-service") == []
+    assert c.cloud.created() == {}  # the emulator's inventory: nothing left that was made
+
+
+# -- type change, nodes ------------------------------------------------------------------------
+
+
+def test_nodes_update_members_and_type_change_cleans_up(cluster: Cluster) -> None:
+    c = cluster
+    c.controller(args=FAST_LEASE)
+    c.create("web")
+    eventually(lambda: c.ingress_ip("web"), what="an EXTERNAL-IP")
+    assert c.members("web") == {"10.0.0.11", "10.0.0.12"}, c.why("web")
+
+    put_node(c.kube, "worker-c", "10.0.0.13")
+    try:
+        eventually(
+            lambda: c.members("web") == {"10.0.0.11", "10.0.0.12", "10.0.0.13"},
+            what="the new node as a member",
+        )
+        eventually(lambda: c.event("web", "UpdatedLoadBalancer"), what="UpdatedLoadBalancer")
+    finally:
+        c.kube.request(method="DELETE", path="/api/v1/nodes/worker-c")
+    eventually(
+        lambda: c.members("web") == {"10.0.0.11", "10.0.0.12"}, what="the node's member gone"
+    )
+    lb_id = c.lbs_named("web")[0]["id"]  # members changed in place: same load balancer
+
+    c.kube.patch(c.svc_path("web"), {"spec": {"type": "ClusterIP"}})
+
+    def cleaned() -> bool:
+        svc = c.get("web")
+        return (
+            not svc["metadata"].get("finalizers")
+            and not (svc.get("status", {}).get("loadBalancer") or {}).get("ingress")
+            and c.lbs_named("web") == []
+        )
+
+    eventually(cleaned, what="the load balancer removed after the type change")
+    assert c.event("web", "DeletedLoadBalancer") is not None
+    annotations = c.get("web")["metadata"].get("annotations") or {}
+    assert LB + "load-balancer-id" not in annotations
+    assert all(lb["id"] != lb_id for lb in c.cloud.lbs())
+
+
+# -- crashes and downtime ----------------------------------------------------------------------
+
+
+def test_sigkill_during_up_then_restart_converges_without_orphan_or_duplicate(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    # a slow listener create keeps the up running for a while after the LB exists
+    c.cloud.post(
+        "/faults/rules",
+        {"operation": "octavia.listener.create", "latency": 4.0, "status": 200, "count": 1},
+    )
+    try:
+        first = c.controller("crashing", args=FAST_LEASE)
+        c.create("crash")
+        eventually(lambda: c.lbs_named("crash"), what="the LB being created", timeout=120)
+        assert c.ingress_ip("crash") is None  # the up is still running
+        first.kill()  # the whole process group, as a container runtime does
+    finally:
+        c.cloud.clear_faults()
+    c.controller("restarted", args=FAST_LEASE)
+    ip = eventually(lambda: c.ingress_ip("crash"), what="an IP after the restart")
+    assert len(c.lbs_named("crash")) == 1, c.why("crash")  # no duplicate
+    assert c.members("crash") == {"10.0.0.11", "10.0.0.12"}
+    svc = c.get("crash")
+    assert svc["metadata"]["annotations"][LB + "load-balancer-address"] == ip
+    c.kube.request(method="DELETE", path=c.svc_path("crash"))
+    eventually(lambda: c.gone("crash"), what="the Service gone")
+    assert c.lbs_named("crash") == []
+    assert c.cloud.created() == {}
+
+
+def test_deleted_while_down_and_finalizer_stripped_while_down(cluster: Cluster) -> None:
+    c = cluster
+    first = c.controller("first", args=FAST_LEASE)
+    c.create("held")
+    c.create("stripped")
+    for name in ("held", "stripped"):
+        eventually(lambda n=name: c.ingress_ip(n), what=f"an IP for {name}")  # type: ignore[misc]
+    assert first.terminate() == 0  # graceful stop, lease released
+
+    # while no controller runs: one Service is deleted (the finalizer holds it), the other
+    # loses its finalizer by hand and is deleted (its stack becomes an orphan)
+    c.kube.request(method="DELETE", path=c.svc_path("held"))
+    c.kube.patch(c.svc_path("stripped"), {"metadata": {"finalizers": None}})
+    c.kube.request(method="DELETE", path=c.svc_path("stripped"))
+    assert not c.gone("held")
+    eventually(lambda: c.gone("stripped"), what="the stripped Service gone", timeout=30)
+    assert len(c.lbs_named("held")) == 1
+    assert len(c.lbs_named("stripped")) == 1  # an orphan in the cloud, for now
+
+    second = c.controller("second", args=FAST_LEASE)
+    eventually(lambda: c.gone("held"), what="the held Service cleaned up at start")
+    eventually(lambda: c.lbs_named("stripped") == [], what="the orphan destroyed")
+    assert c.lbs_named("held") == []
+    eventually(lambda: second.metric("lbr_orphan_stacks_deleted_total") >= 1, what="orphan metric")
+    assert second.metric("lbr_orphan_stacks_found_total") >= 1
+    assert any("orphan" in str(r.get("msg", "")) for r in second.log_records())
+    assert c.cloud.created() == {}
+
+
+# -- high availability -------------------------------------------------------------------------
+
+
+def lease_holder(c: Cluster) -> str:
+    lease = c.kube.get("/apis/coordination.k8s.io/v1/namespaces/lb-reconciler/leases/lb-reconciler")
+    return str(lease.get("spec", {}).get("holderIdentity") or "")
+
+
+def test_two_replicas_only_the_leader_acts_and_a_killed_leader_hands_over(
+    cluster: Cluster,
+) -> None:
+    c = cluster
+    a = c.controller("replica-a", args=FAST_LEASE)
+    b = c.controller("replica-b", args=FAST_LEASE)
+    holder = eventually(
+        lambda: lease_holder(c) in ("replica-a", "replica-b") and lease_holder(c),
+        what="a leader",
+        timeout=60,
+    )
+    leader, follower = (a, b) if holder == "replica-a" else (b, a)
+    eventually(lambda: follower.http("/readyz")[0] == 200, what="the follower ready (standby)")
+    c.create("ha-one")
+    eventually(lambda: c.ingress_ip("ha-one"), what="an IP from the leader")
+    assert leader.metric("lbr_stack_operations_total", kind="up", result="success") >= 1
+    assert follower.metric("lbr_stack_operations_total", kind="up", result="success") == 0
+    assert follower.metric("lbr_leader") == 0
+    assert leader.metric("lbr_leader") == 1
+
+    killed_at = time.monotonic()
+    leader.kill()
+    eventually(
+        lambda: lease_holder(c) == follower.identity, what="the follower leading", timeout=60
+    )
+    handover = time.monotonic() - killed_at
+    c.create("ha-two")
+    eventually(lambda: c.ingress_ip("ha-two"), what="an IP from the new leader")
+    assert follower.metric("lbr_leader") == 1
+    print(f"handover after SIGKILL of the leader: {handover:.1f}s (lease duration 6 s)")
+    for name in ("ha-one", "ha-two"):
+        c.kube.request(method="DELETE", path=c.svc_path(name))
+    for name in ("ha-one", "ha-two"):
+        eventually(lambda n=name: c.gone(n), what=f"{name} deleted")  # type: ignore[misc]
+    assert c.cloud.created() == {}
+
+
+# -- bad input next to good ---------------------------------------------------------------------
+
+INVALID_ANNOTATIONS: list[tuple[str, str]] = [
+    (LB + "keep-floatingip", "maybe"),
+    (LB + "timeout-client-data", "-5"),
+    (LB + "timeout-member-connect", "soon"),
+    (LB + "proxy-protocol", "v7"),
+    (LB + "x-forwarded-for", "yes please"),
+    (LB + "health-monitor-delay", "0x"),
+    (LB + "health-monitor-max-retries", "99"),
+    (LB + "subnet-id", "not-a-uuid"),
+    (LB + "network-id", "nope"),
+    (LB + "enable-health-monitor", "perhaps"),
+    (LB + "connection-limit", "-2"),
+    (LB + "lb-method", "FASTEST"),
+    ("service.beta.kubernetes.io/openstack-internal-load-balancer", "sometimes"),
+]
+
+
+def test_invalid_annotations_warn_and_valid_services_get_ips(cluster: Cluster) -> None:
+    c = cluster
+    proc = c.controller(args=FAST_LEASE)
+    rng = random.Random(20261122)
+    invalid = []
+    for i in range(20):
+        key, value = rng.choice(INVALID_ANNOTATIONS)
+        name = f"bad-{i:02d}"
+        c.create(name, annotations={key: value})
+        invalid.append((name, key))
+    valid = [f"good-{i}" for i in range(5)]
+    for name in valid:
+        c.create(name)
+    for name in valid:
+        eventually(lambda n=name: c.ingress_ip(n), what=f"an IP for {name}", timeout=300)  # type: ignore[misc]
+    for name, key in invalid:
+        warning = eventually(
+            lambda n=name: c.event(n, "SyncLoadBalancerFailed"),  # type: ignore[misc]
+            what=f"a Warning for {name}",
+        )
+        assert warning["type"] == "Warning"
+        assert key in warning["message"], warning["message"]
+        assert c.ingress_ip(name) is None
+        assert not c.get(name)["metadata"].get("finalizers")
+        assert c.lbs_named(name) == []
+    assert proc.alive()
+    assert proc.http("/healthz")[0] == 200
+    for name in valid + [n for n, _k in invalid]:
+        c.kube.request(method="DELETE", path=c.svc_path(name))
+    for name in valid:
+        eventually(lambda n=name: c.gone(n), what=f"{name} deleted")  # type: ignore[misc]
+    assert c.cloud.created() == {}
+
+
+# -- drift -------------------------------------------------------------------------------------
+
+
+def test_a_listener_deleted_by_hand_comes_back(cluster: Cluster, emu: EmulatorHandle) -> None:
+    c = cluster
+    proc = c.controller(args=[*FAST_LEASE, "--drift-interval", "4"])
+    c.create("drifty")
+    eventually(lambda: c.ingress_ip("drifty"), what="an EXTERNAL-IP")
+    topo = emu.topology()
+    conn = openstack.connect(
+        auth_url=topo["auth_url"],
+        username=topo["username"],
+        password=topo["password"],
+        project_name=topo["project_name"],
+        user_domain_name="Default",
+        project_domain_name="Default",
+        region_name=topo["region_name"],
+    )
+    lb = c.lbs_named("drifty")[0]
+    listeners = c.listeners_of(lb["id"])
+    assert len(listeners) == 1
+    conn.load_balancer.delete_listener(listeners[0]["id"])  # by hand, as a user
+    eventually(
+        lambda: proc.metric("lbr_drift_repaired_total") >= 1, what="drift repaired", timeout=120
+    )
+    back = c.listeners_of(lb["id"])
+    assert len(back) == 1
+    assert back[0]["protocol_port"] == 80
+    assert c.event("drifty", "DriftRepaired") is not None
+    c.kube.request(method="DELETE", path=c.svc_path("drifty"))
+    eventually(lambda: c.gone("drifty"), what="drifty deleted")
+    assert c.cloud.created() == {}

@@ -1,0 +1,122 @@
+"""Engine.stacks(): this cluster's stacks as the housekeeper sees them, through the real CLI.
+
+Two Services are ensured (the second, in another namespace, shares the first one's load
+balancer), a third is only previewed (its stack exists, no ``up`` finished), and a stack of
+another cluster shares the backend; the listing shows exactly this cluster's three with the
+Service each belongs to, its load balancer and its spec hash, and a stack found by listing can be
+deleted through :meth:`Engine.stack_for`.
+
+The second Service shares the first one's load balancer rather than having its own because the
+emulator's listener list ignores the ``loadbalancer_id`` filter: with two load balancers,
+deleting either would find the other's listeners and release (keep) its load balancer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from reconciler import engine_stack_meta
+from reconciler.engine import Engine
+from reconciler.engine_errors import InterruptedOperationError
+from reconciler.model import ServiceRef
+from tests.integration.engine.conftest import Env, service, spec_for
+
+
+def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = env.config()
+    engine = env.engine(config)
+    a = service("list-a")
+    c = service("list-c")
+    spec_a, spec_c = spec_for(a, config), spec_for(c, config)
+    stack_a = engine.stack(service=spec_a.service)
+    stack_c = engine.stack(service=spec_c.service)
+    other = Engine(settings=replace(engine.settings, cluster_name="other"))
+    stack_other = other.stack(service=spec_a.service)
+    assert other.settings.backend == engine.settings.backend
+    assert engine.stacks() == []
+    try:
+        started = datetime.now(UTC) - timedelta(seconds=5)
+        ensured_a = stack_a.ensure(spec_a)
+        lb_id = ensured_a.outputs["lb_id"]
+        b = service(
+            "list-b",
+            uid=str(uuid.uuid4()),
+            ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
+            annotations={"loadbalancer.openstack.org/load-balancer-id": lb_id},
+        )
+        b["metadata"]["namespace"] = "team-b"
+        spec_b = spec_for(b, config)
+        stack_b = engine.stack(service=spec_b.service)
+        ensured_b = stack_b.ensure(spec_b)
+        stack_c.preview(spec_c)
+        stack_other.preview(spec_a)
+
+        listed = engine.stacks()
+        with monkeypatch.context() as m:  # as for a backend other than file://: the CLI per stack
+            m.setattr(engine_stack_meta, "_file_tags", lambda _backend, _name: None)
+            assert engine.stacks() == listed
+        assert [i.stack for i in listed] == sorted([stack_a.name, stack_b.name, stack_c.name])
+        by_name = {i.stack: i for i in listed}
+        for stack, svc, ensured, spec, shared in (
+            (stack_a, a, ensured_a, spec_a, False),
+            (stack_b, b, ensured_b, spec_b, True),
+        ):
+            info = by_name[stack.name]
+            meta = svc["metadata"]
+            assert (info.namespace, info.name, info.uid) == (
+                meta["namespace"],
+                meta["name"],
+                meta["uid"],
+            )
+            assert info.key == f"{meta['namespace']}/{meta['name']}"
+            assert info.lb_id == ensured.outputs["lb_id"] == lb_id
+            assert info.shared is shared
+            assert info.owns_lb == (None if shared else lb_id)
+            assert info.spec_hash == spec.spec_hash() == ensured.spec_hash
+            assert info.last_update is not None
+            assert info.last_update >= started
+            assert info.resource_count is not None
+            assert info.resource_count > 0
+            assert info.update_in_progress is False
+            assert info.locked is False
+            assert not info.busy
+        previewed = by_name[stack_c.name]
+        assert (previewed.namespace, previewed.name) == ("default", "list-c")
+        assert previewed.spec_hash is None  # no up finished: the next ensure runs up
+        assert previewed.lb_id is None
+
+        assert [i.stack for i in other.stacks()] == [stack_other.name]
+
+        found = engine.stack_for(by_name[stack_b.name])
+        assert found.name == stack_b.name
+        assert found.service == spec_b.service
+        assert found.delete().existed
+        assert [i.stack for i in engine.stacks()] == sorted([stack_a.name, stack_c.name])
+    finally:
+        for name in ("list-b", "list-a", "list-c"):
+            ref = ServiceRef(
+                namespace="team-b" if name == "list-b" else "default", name=name, uid=""
+            )
+            engine.stack(service=ref).delete()
+        stack_other.delete()
+    assert engine.stacks() == []
+    assert [i.stack for i in other.stacks()] == []
+
+
+def test_a_cancelled_engine_starts_no_operation(env: Env) -> None:
+    """After ``cancel()`` (the controller stopping) no operation starts; the stack is left as a
+    new one, which another engine (the next process) lists and deletes."""
+    config = env.config()
+    engine = env.engine(config)
+    spec = spec_for(service("cancelled"), config)
+    engine.cancel()
+    with pytest.raises(InterruptedOperationError, match="not started"):
+        engine.stack(service=spec.service).ensure(spec)
+    assert env.cloud.lbs() == []
+    (info,) = env.engine(config).stacks()
+    assert (info.name, info.spec_hash, info.lb_id) == ("cancelled", None, None)
+    assert env.engine(config).stack_for(info).delete().existed
