@@ -15,7 +15,9 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
+from reconciler.demo import Demo, run_flow, stop_process
 from reconciler.kube import api_client
+from reconciler.kubeio import KubeApi
 from reconciler.localplane import ControlPlaneError, LocalControlPlane
 from reconciler.toolchain import ToolchainError, find_toolchain
 
@@ -23,9 +25,10 @@ DEMO_HELP = """\
 Bring up the local environment: the real toolchain (built from Go modules on first use, cached
 afterwards) and a local Kubernetes control plane (etcd + kube-apiserver on 127.0.0.1).
 
-It also starts the OpenStack API emulator (Keystone, Neutron, Octavia) and writes a clouds.yaml
-for it. This stage of the project shows those parts working; the controller joins the demo when it
-lands (see README.md).
+Then the OpenStack API emulator (Keystone, Neutron, Octavia) and the controller (`lb-reconciler
+run`, as the ServiceAccount of deploy/), and the Kubernetes docs' flow: example-service goes from
+<pending> to an EXTERNAL-IP, `pulumi stack ls` shows its stack, `kubectl delete service` returns
+once the load balancer is gone.
 
 example:
   lb-reconciler demo            # runs until Ctrl-C, then stops everything it started
@@ -78,20 +81,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cleanup.callback(cloud.stop)
         clouds_yaml = cloud.write_clouds_yaml(path=plane.folder / "clouds.yaml")
         _say(f"OpenStack emulator at {cloud.auth_url} (clouds.yaml: {clouds_yaml})")
+        demo = Demo(toolchain=toolchain, plane=plane, emulator_topo=cloud.topology())
+        kube = KubeApi(api_client=api_client(kubeconfig=plane.kubeconfig))
+        cleanup.callback(kube.close)
+        admin = cloud.cloud
+
+        def lbs() -> list[str]:
+            return [str(lb["name"]) for lb in admin.inventory()["resources"]["loadbalancers"]]
+
+        _say("creating two Nodes (no kubelets here; their addresses are in the emulator's subnet)")
+        _say("starting the controller: lb-reconciler run, as ServiceAccount lb-reconciler")
+        proc = demo.start_controller(kube)
+        cleanup.callback(stop_process, proc)
+        try:
+            run_flow(demo, kube, lbs)
+        except (RuntimeError, TimeoutError) as exc:
+            print(
+                f"error: {exc}\ncontroller log: {demo.folder / 'controller.log'}", file=sys.stderr
+            )
+            return 1
         print(
             "\nTry it from another terminal:\n"
-            f"  export PATH={toolchain.bin_dir}:$PATH\n"
-            f"  kubectl --kubeconfig {plane.kubeconfig} get namespaces\n"
-            "  pulumi version && pulumi plugin ls\n"
-            f"  OS_CLIENT_CONFIG_FILE={clouds_yaml} openstack --os-cloud emulator network list\n",
+            f"  export PATH={toolchain.bin_dir}:$PATH KUBECONFIG={plane.kubeconfig}\n"
+            "  kubectl apply -f - <<< '"
+            '{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},'
+            '"spec":{"type":"LoadBalancer","ports":[{"port":80}]}}'
+            "'\n  kubectl get service web -w\n"
+            f"  OS_CLIENT_CONFIG_FILE={clouds_yaml} openstack --os-cloud emulator "
+            "loadbalancer list\n"
+            f"  controller log: {demo.folder / 'controller.log'}\n",
             flush=True,
         )
         if args.once:
-            _say("--once: stopping the emulator and the control plane")
+            _say("--once: stopping the controller, the emulator and the control plane")
             return 0
         _say("running; press Ctrl-C to stop and clean up")
         _wait_for_interrupt()
-        _say("stopping the emulator and the control plane")
+        _say("stopping the controller, the emulator and the control plane")
     return 0
 
 
@@ -259,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="run the local demo (toolchain + local kube-apiserver; more as issues land)",
+        help="run the local demo: kube-apiserver, emulated OpenStack, the controller, a Service",
         description=DEMO_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
