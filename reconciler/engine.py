@@ -238,7 +238,9 @@ class ServiceStack:
         self._configure(stack, spec)
         result = self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="up")
         outputs = plain_outputs(result.outputs)
-        record_outputs(stack, tags, outputs, digest)
+        tags = record_outputs(stack, tags, outputs)
+        digest = spec_for_stack(spec, tags=tags).spec_hash()  # what the next ensure compares
+        stack.set_tag(HASH_TAG, digest)
         if self._imports:
             self._imports = {}
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))

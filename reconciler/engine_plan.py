@@ -49,6 +49,7 @@ __all__ = [
     "OWNS_TAG",
     "SHARED_TAG",
     "UID_TAG",
+    "VIP_SUBNET_TAG",
     "PendingCreate",
     "StackInfo",
     "StackListing",
@@ -74,6 +75,7 @@ HASH_TAG = TAG_PREFIX + "spec-hash"
 LB_ID_TAG = TAG_PREFIX + "lb-id"
 SHARED_TAG = TAG_PREFIX + "shared"
 OWNS_TAG = TAG_PREFIX + "owns-lb"
+VIP_SUBNET_TAG = TAG_PREFIX + "vip-subnet"
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -100,9 +102,18 @@ def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBa
     """``spec`` as this stack must apply it. The controller writes the ``load-balancer-id``
     annotation back after an ``up`` (as OCCM does), so the next spec names the stack's own load
     balancer as ``existing_lb_id``. That is not a request to share it: without this, the spec
-    hash would change and the program would replace its own load balancer by a lookup of it."""
+    hash would change and the program would replace its own load balancer by a lookup of it.
+
+    Likewise an autodetected VIP subnet (no subnet, network or port given: OCCM's "the first
+    Node's subnet") is detected once, when the load balancer is made, and kept (tag
+    ``lbr:vip-subnet``): a Node added later whose name sorts first must change members only,
+    never the VIP."""
     if spec.existing_lb_id and spec.existing_lb_id == tags.get(OWNS_TAG):
-        return replace(spec, existing_lb_id=None)
+        spec = replace(spec, existing_lb_id=None)
+    detected = tags.get(VIP_SUBNET_TAG)
+    placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
+    if spec.vip_autodetect_address and detected and not placed and not spec.existing_lb_id:
+        spec = replace(spec, vip_subnet_id=detected, vip_autodetect_address=None)
     return spec
 
 

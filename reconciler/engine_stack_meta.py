@@ -36,11 +36,11 @@ from pulumi import automation as auto
 
 from reconciler.engine_plan import (
     CLUSTER_TAG,
-    HASH_TAG,
     LB_ID_TAG,
     OWNS_TAG,
     PROJECT,
     SHARED_TAG,
+    VIP_SUBNET_TAG,
     StackInfo,
     StackListing,
     parse_stack_ls,
@@ -144,22 +144,38 @@ def ensure_tags(
 
 
 def record_outputs(
-    stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any], digest: str
-) -> None:
-    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership, and
-    last the spec hash that makes the next ``ensure`` of the same spec a skip."""
+    stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any]
+) -> dict[str, str]:
+    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership and its
+    VIP subnet as tags; returns the tags as they are now. The caller sets the spec hash last."""
+    current = dict(tags)
+    wanted = {}
     lb_id = str(outputs.get("lb_id") or "")
-    if lb_id and tags.get(LB_ID_TAG) != lb_id:
-        stack.set_tag(LB_ID_TAG, lb_id)
+    if lb_id:
+        wanted[LB_ID_TAG] = lb_id
     shared = str(bool(outputs.get("shared"))).lower()
-    if tags.get(SHARED_TAG) != shared:
-        stack.set_tag(SHARED_TAG, shared)
-    if shared == "false" and lb_id and tags.get(OWNS_TAG) != lb_id:
-        stack.set_tag(OWNS_TAG, lb_id)
-    stack.set_tag(HASH_TAG, digest)
+    wanted[SHARED_TAG] = shared
+    if shared == "false" and lb_id:
+        wanted[OWNS_TAG] = lb_id
+    if outputs.get("vip_subnet_id"):
+        wanted[VIP_SUBNET_TAG] = str(outputs["vip_subnet_id"])
+    for key, value in wanted.items():
+        if current.get(key) != value:
+            stack.set_tag(key, value)
+            current[key] = value
+    return current
 
 
-OUTPUT_KEYS = ("spec", "spec_hash", "lb_id", "vip_address", "vip_port_id", "floating_ip", "shared")
+OUTPUT_KEYS = (
+    "spec",
+    "spec_hash",
+    "lb_id",
+    "vip_address",
+    "vip_port_id",
+    "floating_ip",
+    "shared",
+    "vip_subnet_id",
+)
 
 
 def plain_outputs(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:

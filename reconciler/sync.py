@@ -231,8 +231,10 @@ def node_fingerprint(nodes: Sequence[Mapping[str, Any]]) -> frozenset[tuple[Any,
 
 
 def _without_members(spec: LoadBalancerSpec) -> LoadBalancerSpec:
+    """``spec`` without what Node changes touch: members, and the autodetect address (the first
+    Node's; the engine keeps the VIP subnet it detected once, see ``spec_for_stack``)."""
     listeners = tuple(replace(lst, pool=replace(lst.pool, members=())) for lst in spec.listeners)
-    return replace(spec, listeners=listeners)
+    return replace(spec, listeners=listeners, vip_autodetect_address=None)
 
 
 def classify_change(

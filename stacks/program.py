@@ -347,3 +347,4 @@ def _declare(spec: LoadBalancerSpec, *, release: bool) -> None:
     pulumi.export("vip_port_id", lb.vip_port_id)
     pulumi.export("floating_ip", floating_ip)
     pulumi.export("shared", lb.resource is None)
+    pulumi.export("vip_subnet_id", vip_subnet)

@@ -17,6 +17,7 @@ from reconciler.engine_errors import (
 from reconciler.engine_plan import (
     HASH_TAG,
     OWNS_TAG,
+    VIP_SUBNET_TAG,
     pending_creates,
     provider_config,
     secret_values,
@@ -140,3 +141,13 @@ def test_own_load_balancer_id_is_not_a_shared_one() -> None:
     # another Service's load balancer, or a stack that owns none, keeps the request to share
     assert spec_for_stack(annotated, tags={OWNS_TAG: UUID2}) == annotated
     assert spec_for_stack(annotated, tags={}) == annotated
+
+
+def test_an_autodetected_vip_subnet_is_kept_once_detected() -> None:
+    node_a = spec_of()  # the default config has no subnet-id: the first Node decides
+    assert node_a.vip_autodetect_address is not None
+    kept = spec_for_stack(node_a, tags={VIP_SUBNET_TAG: UUID2})
+    assert kept.vip_subnet_id == UUID2
+    assert kept.vip_autodetect_address is None
+    # before the first up nothing was detected: the spec is applied as built
+    assert spec_for_stack(node_a, tags={}) == node_a

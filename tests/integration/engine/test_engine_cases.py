@@ -14,7 +14,7 @@ import openstack
 import pytest
 
 from reconciler.engine_errors import InvalidConfigError
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.integration.engine.conftest import NODES, Env, node, only, service, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -309,3 +309,51 @@ def test_own_load_balancer_id_annotation_changes_nothing(env: Env) -> None:
     assert result.existed
     assert not result.released_load_balancer
     assert env.cloud.lbs() == []
+
+
+def test_a_node_that_sorts_first_changes_members_not_the_vip(env: Env) -> None:
+    """Without subnet-id the VIP subnet is the first Node's (OCCM); it is detected once. A Node
+    on another network whose name sorts first must not move the VIP (a replacement)."""
+    conn = sdk(env)
+    other = conn.network.create_network(name="other-nodes")
+    other_subnet = conn.network.create_subnet(
+        network_id=other.id, cidr="10.1.0.0/24", ip_version=4, name="other-nodes"
+    )
+    ports = [
+        conn.network.create_port(network_id=net, fixed_ips=[{"ip_address": addr}], name=name)
+        for name, addr, net in (
+            ("worker-a", "10.0.0.11", env.topo["network_id"]),
+            ("worker-b", "10.0.0.12", env.topo["network_id"]),
+            ("aaa-first", "10.1.0.13", other.id),
+        )
+    ]
+    try:
+        config = env.config_without_subnet()
+        svc = service("autovip")
+        first_spec = spec_for(svc, config)
+        stack = env.engine(config).stack(service=first_spec.service)
+        first = stack.ensure(first_spec)
+        lb, _inv = lb_records(env)
+        assert lb["vip_subnet_id"] == env.topo["subnet_id"]
+
+        nodes = [*NODES, node("aaa-first", "10.1.0.13")]
+        second_spec = spec_for(svc, config, nodes)
+        assert second_spec.vip_autodetect_address == "10.1.0.13"  # the first Node moved
+        second = stack.ensure(second_spec)
+        assert second.changed
+        lb2, inv = lb_records(env)
+        assert lb2["id"] == lb["id"]  # not replaced
+        assert lb2["vip_address"] == lb["vip_address"] == first.outputs["vip_address"]
+        assert lb2["vip_subnet_id"] == env.topo["subnet_id"]
+        assert sorted(m["address"] for m in inv["members"]) == [
+            "10.0.0.11",
+            "10.0.0.12",
+            "10.1.0.13",
+        ]
+        assert not stack.ensure(second_spec).changed  # and it stays a skip
+        stack.delete()
+    finally:
+        for port in ports:
+            conn.network.delete_port(port)
+        conn.network.delete_subnet(other_subnet)
+        conn.network.delete_network(other)
