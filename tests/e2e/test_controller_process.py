@@ -398,12 +398,22 @@ def test_sigkill_during_up_then_restart_converges_without_orphan_or_duplicate(
         first.kill()  # the whole process group, as a container runtime does
     finally:
         c.cloud.clear_faults()
-    c.controller("restarted", args=FAST_LEASE)
+    second = c.controller("restarted", args=FAST_LEASE)
     ip = eventually(lambda: c.ingress_ip("crash"), what="an IP after the restart")
     assert len(c.lbs_named("crash")) == 1, c.why("crash")  # no duplicate
     assert c.members("crash") == {"10.0.0.11", "10.0.0.12"}
     svc = c.get("crash")
     assert svc["metadata"]["annotations"][LB + "load-balancer-address"] == ip
+
+    # a restart with nothing changed runs no up: the engine's spec hash says "applied"
+    assert second.terminate() == 0
+    third = c.controller("unchanged", args=FAST_LEASE)
+    eventually(
+        lambda: third.metric("lbr_stack_operations_total", kind="skip", result="success") >= 1,
+        what="the restarted controller's first sync",
+    )
+    assert third.metric("lbr_stack_operations_total", kind="up", result="success") == 0
+    assert third.metric("lbr_stack_operations_total", kind="up", result="error") == 0
     c.kube.request(method="DELETE", path=c.svc_path("crash"))
     eventually(lambda: c.gone("crash"), what="the Service gone")
     assert c.lbs_named("crash") == []
