@@ -19,8 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
+from reconciler.kube import service_account_kubeconfig
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
 from reconciler.toolchain import Toolchain
@@ -150,34 +149,6 @@ class Demo:
                 },
             )
 
-    def service_account_kubeconfig(self, kube: KubeApi) -> Path:
-        self.kubectl("apply", "-f", str(DEPLOY / "rbac.yaml"), show=False)
-        answer = kube.create(
-            "/api/v1/namespaces/lb-reconciler/serviceaccounts/lb-reconciler/token",
-            {"spec": {"expirationSeconds": 86400}},
-        )
-        user = "system:serviceaccount:lb-reconciler:lb-reconciler"
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.plane.server,
-                        "certificate-authority": str(self.plane.pki.ca_cert),
-                    },
-                }
-            ],
-            "users": [{"name": user, "user": {"token": answer["status"]["token"]}}],
-            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": user}}],
-            "current-context": "sa",
-        }
-        path = self.folder / "controller.kubeconfig"
-        path.write_text(yaml.safe_dump(config))
-        path.chmod(0o600)
-        return path
-
     def cloud_conf(self) -> Path:
         t = self.topo
         path = self.folder / "cloud.conf"
@@ -196,7 +167,14 @@ class Demo:
     def start_controller(self, kube: KubeApi) -> subprocess.Popen[bytes]:
         """``lb-reconciler run`` as ServiceAccount lb-reconciler (deploy/), logs to a file."""
         self.add_nodes(kube)
-        kubeconfig = self.service_account_kubeconfig(kube)
+        self.kubectl("apply", "-f", str(DEPLOY / "rbac.yaml"), show=False)
+        kubeconfig = service_account_kubeconfig(
+            admin_kubeconfig=self.plane.kubeconfig,
+            server=self.plane.server,
+            ca_cert=self.plane.pki.ca_cert,
+            out=self.folder / "controller.kubeconfig",
+            seconds=86400,
+        )
         cloud_conf = self.cloud_conf()
         log = (self.folder / "controller.log").open("ab")
         self.controller = subprocess.Popen(

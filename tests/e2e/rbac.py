@@ -7,10 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import yaml
-
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi
+from reconciler import kube
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NAMESPACE = NAME = "lb-reconciler"
@@ -39,40 +36,15 @@ def service_account_kubeconfig(
     name: str = NAME,
     hours: int = 2,
 ) -> Path:
-    """Ask the TokenRequest API (as admin) for a token of the ServiceAccount and write a
-    kubeconfig that uses it as a bearer token."""
-    admin = KubeApi(api_client=api_client(kubeconfig=kubeconfig))
-    try:
-        answer = admin.create(
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {"expirationSeconds": hours * 3600},
-            },
-        )
-    finally:
-        admin.close()
-    token = str(answer["status"]["token"])
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "local", "cluster": {"server": server, "certificate-authority": str(ca_cert)}}
-        ],
-        "users": [{"name": f"system:serviceaccount:{namespace}:{name}", "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": "sa",
-                "context": {
-                    "cluster": "local",
-                    "user": f"system:serviceaccount:{namespace}:{name}",
-                },
-            }
-        ],
-        "current-context": "sa",
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump(config))
-    out.chmod(0o600)
-    return out
+    """A kubeconfig (written to ``out``, mode 0600) that authenticates as the ServiceAccount
+    ``namespace/name`` (default: deploy/'s) with a bearer token from the TokenRequest API, asked
+    for with the admin ``kubeconfig``; the token expires after ``hours``."""
+    return kube.service_account_kubeconfig(
+        admin_kubeconfig=kubeconfig,
+        server=server,
+        ca_cert=ca_cert,
+        out=out,
+        namespace=namespace,
+        name=name,
+        seconds=hours * 3600,
+    )

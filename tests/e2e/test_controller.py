@@ -126,7 +126,9 @@ class RecordingEngine:
             return [c.op for c in self.calls if c.key == key]
 
 
-def wait_for(fn: Callable[[], T | None], *, what: str, timeout: float = 30.0) -> T:
+def wait_for(
+    fn: Callable[[], T | None], *, what: str, timeout: float = 30.0, interval: float = 0.05
+) -> T:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -137,7 +139,7 @@ def wait_for(fn: Callable[[], T | None], *, what: str, timeout: float = 30.0) ->
         else:
             if last:
                 return last
-        time.sleep(0.05)  # poll interval; the deadline above bounds the wait
+        time.sleep(interval)  # the deadline above bounds the wait
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 

@@ -24,6 +24,7 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
+from reconciler.demo import EXAMPLE_SERVICE
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
@@ -31,6 +32,7 @@ from reconciler.model import FINALIZER
 from reconciler.toolchain import Toolchain
 from tests.e2e.controller_process import ControllerProcess, ControllerSetup
 from tests.e2e.rbac import install_rbac, service_account_kubeconfig
+from tests.e2e.test_controller import wait_for
 from tests.emulated import EmulatorAdmin, cloud_conf_text
 
 pytestmark = pytest.mark.e2e
@@ -49,18 +51,7 @@ FAST_LEASE = [
 
 
 def eventually(probe: Callable[[], T | None], *, what: str, timeout: float = 180.0) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except KubeError as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.2)  # poll interval; the deadline bounds the wait
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+    return wait_for(probe, what=what, timeout=timeout, interval=0.2)
 
 
 # -- fixtures ----------------------------------------------------------------------------------
@@ -295,20 +286,6 @@ def cluster(
 
 
 # -- the seed's flow ---------------------------------------------------------------------------
-
-EXAMPLE_SERVICE = """\
-apiVersion: v1
-kind: Service
-metadata:
-  name: example-service
-spec:
-  selector:
-    app: example
-  ports:
-    - port: 8765
-      targetPort: 9376
-  type: LoadBalancer
-"""
 
 
 def test_kubectl_flow_pending_to_ip_and_delete_waits_for_the_cloud(cluster: Cluster) -> None:

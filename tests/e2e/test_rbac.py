@@ -1,55 +1,86 @@
 """deploy/ against the real kube-apiserver: the ServiceAccount may do exactly what the controller
-does and nothing more, and every manifest is valid for the API server (server-side dry run)."""
+does and nothing more, and every manifest is valid for the API server (server-side dry run).
+
+Everything the ServiceAccount does here, it does with its own TokenRequest token
+(:func:`tests.e2e.rbac.service_account_kubeconfig`), never by impersonation: ``kubectl auth
+can-i`` asks the API server about the token's identity, and the real calls go through
+:class:`reconciler.kubeio.KubeApi` (and :class:`reconciler.events.EventRecorder`), the same code
+and the same merge patches the controller uses.
+"""
 
 from __future__ import annotations
 
+import logging
 import subprocess
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from reconciler.events import EventRecorder
+from reconciler.kube import api_client
+from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
+from reconciler.model import FINALIZER
+from reconciler.sync import Event
 from reconciler.toolchain import Toolchain
-from tests.e2e.rbac import DEPLOY, install_rbac
+from tests.e2e.rbac import DEPLOY, NAME, NAMESPACE, install_rbac, service_account_kubeconfig
 
 pytestmark = pytest.mark.e2e
-SA = "system:serviceaccount:lb-reconciler:lb-reconciler"
+SA = f"system:serviceaccount:{NAMESPACE}:{NAME}"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+LEASE = f"{LEASES.format(ns=NAMESPACE)}/{NAME}"
+TEST_NS = "rbac-test"  # in the lists below: the fresh namespace the test Services live in
 
-# (verb, resource, namespace or "" for all/cluster): what the controller's code calls
+# (verb, resource, namespace) as `kubectl auth can-i` takes them: the resource may be
+# "resource/name" and carry "--subresource=..."; namespace "" is all namespaces (or cluster scope).
 ALLOWED = [
     ("list", "services", ""),
     ("watch", "services", ""),
-    ("get", "services", "default"),
-    ("patch", "services", "default"),
-    ("patch", "services/status", "default"),
+    ("get", "services", TEST_NS),
+    ("patch", "services", TEST_NS),
+    ("patch", "services --subresource=status", TEST_NS),
+    ("get", "nodes", ""),
     ("list", "nodes", ""),
     ("watch", "nodes", ""),
-    ("create", "events", "default"),
-    ("patch", "events", "default"),
-    ("create", "leases.coordination.k8s.io", "lb-reconciler"),
-    ("get", "leases.coordination.k8s.io/lb-reconciler", "lb-reconciler"),
-    ("patch", "leases.coordination.k8s.io/lb-reconciler", "lb-reconciler"),
+    ("create", "events", TEST_NS),
+    ("patch", "events", TEST_NS),
+    ("create", "leases.coordination.k8s.io", NAMESPACE),
+    ("get", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
+    ("patch", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
 ]
 DENIED = [
-    ("delete", "services", "default"),
-    ("create", "services", "default"),
-    ("update", "services", "default"),
+    ("delete", "services", TEST_NS),
+    ("create", "services", TEST_NS),
+    ("update", "services", TEST_NS),
+    ("update", "services --subresource=status", TEST_NS),
     ("list", "secrets", ""),
-    ("get", "secrets", "lb-reconciler"),
+    ("watch", "secrets", ""),
+    ("list", "secrets", NAMESPACE),
+    ("get", "secrets/lb-reconciler-cloud-config", NAMESPACE),
     ("patch", "nodes", ""),
     ("delete", "nodes", ""),
-    ("create", "pods", "default"),
+    ("create", "pods", TEST_NS),
     ("list", "pods", ""),
-    ("get", "leases.coordination.k8s.io/lb-reconciler", "kube-system"),
-    ("get", "leases.coordination.k8s.io/other-lease", "lb-reconciler"),
-    ("delete", "leases.coordination.k8s.io/lb-reconciler", "lb-reconciler"),
+    ("delete", "events", TEST_NS),
+    ("create", "events.events.k8s.io", TEST_NS),
+    ("get", f"leases.coordination.k8s.io/{NAME}", "kube-system"),
+    ("create", "leases.coordination.k8s.io", "kube-system"),
+    ("get", "leases.coordination.k8s.io/other-lease", NAMESPACE),
+    ("patch", "leases.coordination.k8s.io/other-lease", NAMESPACE),
+    ("update", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
+    ("delete", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
+    ("create", f"serviceaccounts/{NAME} --subresource=token", NAMESPACE),
     ("create", "clusterroles.rbac.authorization.k8s.io", ""),
 ]
 
 
-def kubectl(toolchain: Toolchain, plane: LocalControlPlane, *args: str) -> tuple[int, str]:
+def kubectl(toolchain: Toolchain, kubeconfig: Path, *args: str) -> tuple[int, str]:
     done = subprocess.run(
-        [str(toolchain.path("kubectl")), "--kubeconfig", str(plane.kubeconfig), *args],
+        [str(toolchain.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -58,39 +89,390 @@ def kubectl(toolchain: Toolchain, plane: LocalControlPlane, *args: str) -> tuple
     return done.returncode, (done.stdout + done.stderr).strip()
 
 
-def can_i(toolchain: Toolchain, plane: LocalControlPlane, verb: str, resource: str, ns: str) -> str:
-    where = ["-n", ns] if ns else ["--all-namespaces"]
-    _code, out = kubectl(toolchain, plane, "auth", "can-i", verb, resource, "--as", SA, *where)
-    return out.splitlines()[-1] if out else ""
+def forbidden(call: Any, *args: Any, **kwargs: Any) -> KubeError:
+    """``call(...)`` fails with 403 Forbidden (not 404, not 409: authorization said no)."""
+    with pytest.raises(KubeError) as caught:
+        call(*args, **kwargs)
+    assert caught.value.status == 403, caught.value
+    assert SA in caught.value.message, caught.value
+    return caught.value
+
+
+def ignore_missing(call: Any, *args: Any) -> None:
+    try:
+        call(*args)
+    except KubeError as exc:
+        if not exc.not_found:
+            raise
 
 
 @pytest.fixture(scope="module")
 def installed(control_plane: LocalControlPlane, toolchain: Toolchain) -> LocalControlPlane:
-    install_rbac(kubectl=toolchain.path("kubectl"), kubeconfig=control_plane.kubeconfig)
+    kubectl_bin = toolchain.path("kubectl")
+    install_rbac(kubectl=kubectl_bin, kubeconfig=control_plane.kubeconfig)
+    install_rbac(kubectl=kubectl_bin, kubeconfig=control_plane.kubeconfig)  # idempotent
     return control_plane
 
 
-@pytest.mark.parametrize(("verb", "resource", "ns"), ALLOWED)
-def test_the_service_account_may_do_what_the_controller_does(
-    installed: LocalControlPlane, toolchain: Toolchain, verb: str, resource: str, ns: str
+@pytest.fixture(scope="module")
+def sa_kubeconfig(installed: LocalControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return service_account_kubeconfig(
+        kubeconfig=installed.kubeconfig,
+        server=installed.server,
+        ca_cert=installed.pki.ca_cert,
+        out=tmp_path_factory.mktemp("sa") / "kubeconfig",
+    )
+
+
+@pytest.fixture(scope="module")
+def admin(installed: LocalControlPlane) -> Iterator[KubeApi]:
+    kube = KubeApi(api_client=api_client(kubeconfig=installed.kubeconfig))
+    yield kube
+    kube.close()
+
+
+@pytest.fixture(scope="module")
+def sa(sa_kubeconfig: Path) -> Iterator[KubeApi]:
+    kube = KubeApi(api_client=api_client(kubeconfig=sa_kubeconfig))
+    yield kube
+    kube.close()
+
+
+@pytest.fixture(scope="module")
+def test_ns(admin: KubeApi) -> Iterator[str]:
+    """A fresh namespace for this module's Services and Events (deleted afterwards)."""
+    ns = f"{TEST_NS}-{uuid.uuid4().hex[:8]}"
+    admin.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    )
+    yield ns
+    ignore_missing(lambda p: admin.request(method="DELETE", path=p), f"/api/v1/namespaces/{ns}")
+
+
+@pytest.fixture
+def service(admin: KubeApi, test_ns: str) -> Iterator[dict[str, Any]]:
+    """A Service of type LoadBalancer, created by the admin (the controller never creates one)."""
+    name = f"web-{uuid.uuid4().hex[:6]}"
+    svc = admin.create(f"/api/v1/namespaces/{test_ns}/services", service_body(name))
+    yield svc
+    path = f"/api/v1/namespaces/{test_ns}/services/{name}"
+    ignore_missing(admin.patch, path, {"metadata": {"finalizers": None}})
+    ignore_missing(lambda p: admin.request(method="DELETE", path=p), path)
+
+
+def service_body(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"app": name},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        },
+    }
+
+
+def where(ns: str, test_ns: str) -> list[str]:
+    if not ns:
+        return ["--all-namespaces"]
+    return ["-n", test_ns if ns == TEST_NS else ns]
+
+
+# -- kubectl auth can-i, asked with the ServiceAccount's own token ---------------------------------
+
+
+def test_the_kubeconfig_authenticates_as_the_service_account_not_as_admin(
+    sa_kubeconfig: Path, toolchain: Toolchain
 ) -> None:
-    assert can_i(toolchain, installed, verb, resource, ns) == "yes"
+    text = sa_kubeconfig.read_text()
+    assert "token:" in text
+    assert "client-certificate" not in text
+    assert "client-key" not in text
+    code, out = kubectl(
+        toolchain, sa_kubeconfig, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"
+    )
+    assert code == 0, out
+    assert out == SA
+
+
+@pytest.mark.parametrize(("verb", "resource", "ns"), ALLOWED)
+def test_can_i_what_the_controller_does(
+    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
+) -> None:
+    code, out = kubectl(
+        toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
+    )
+    assert (code, out.splitlines()[-1] if out else "") == (0, "yes"), out
 
 
 @pytest.mark.parametrize(("verb", "resource", "ns"), DENIED)
-def test_and_nothing_more(
-    installed: LocalControlPlane, toolchain: Toolchain, verb: str, resource: str, ns: str
+def test_can_i_nothing_more(
+    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
 ) -> None:
-    assert can_i(toolchain, installed, verb, resource, ns) == "no"
+    code, out = kubectl(
+        toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
+    )
+    assert (code, out.splitlines()[-1] if out else "") == (1, "no"), out
+
+
+def test_impersonated_can_i_agrees(installed: LocalControlPlane, toolchain: Toolchain) -> None:
+    """The admin's view (``--as``) of the same rules, for one allowed and one denied verb."""
+    base = ("auth", "can-i", "--as", SA)
+    assert kubectl(toolchain, installed.kubeconfig, *base, "watch", "services", "-A")[0] == 0
+    assert kubectl(toolchain, installed.kubeconfig, *base, "list", "secrets", "-A")[0] == 1
+
+
+# -- the real calls, with the ServiceAccount's token --------------------------------------------
+
+
+def test_list_and_watch_services_in_all_namespaces(
+    sa: KubeApi, admin: KubeApi, test_ns: str
+) -> None:
+    """reconciler/watch.py: a paged list, then a watch from the list's resourceVersion."""
+    listed = sa.list("/api/v1/services", query={"limit": 500})
+    rv = str(listed["metadata"]["resourceVersion"])
+    name = f"watched-{uuid.uuid4().hex[:6]}"
+    admin.create(f"/api/v1/namespaces/{test_ns}/services", service_body(name))
+    seen: list[tuple[str, str]] = []
+    for event in sa.stream(
+        path="/api/v1/services",
+        query={
+            "watch": True,
+            "resourceVersion": rv,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": 10,
+        },
+        timeout=20,
+    ):
+        meta = event.get("object", {}).get("metadata", {})
+        seen.append((str(event.get("type")), f"{meta.get('namespace')}/{meta.get('name')}"))
+        if seen[-1] == ("ADDED", f"{test_ns}/{name}"):
+            break
+    assert ("ADDED", f"{test_ns}/{name}") in seen, seen
+    admin.request(method="DELETE", path=f"/api/v1/namespaces/{test_ns}/services/{name}")
+
+
+def test_list_and_watch_nodes(sa: KubeApi) -> None:
+    listed = sa.list("/api/v1/nodes", query={"limit": 500})
+    assert listed["kind"] == "NodeList"
+    started = time.monotonic()
+    events = list(
+        sa.stream(
+            path="/api/v1/nodes",
+            query={
+                "watch": True,
+                "resourceVersion": str(listed["metadata"]["resourceVersion"]),
+                "allowWatchBookmarks": True,
+                "timeoutSeconds": 1,
+            },
+            timeout=15,
+        )
+    )
+    assert time.monotonic() - started < 15
+    assert all(e.get("type") != "ERROR" for e in events), events
+
+
+def test_get_and_merge_patch_a_service_and_its_status(
+    sa: KubeApi, admin: KubeApi, service: dict[str, Any]
+) -> None:
+    """controller.py: finalizer and annotations (merge patch with resourceVersion), re-read after
+    a 409, status.loadBalancer.ingress on the status subresource, finalizer removal."""
+    meta = service["metadata"]
+    path = f"/api/v1/namespaces/{meta['namespace']}/services/{meta['name']}"
+    fresh = sa.get(path)
+    assert fresh["metadata"]["uid"] == meta["uid"]
+    patched = sa.patch(
+        path,
+        {
+            "metadata": {
+                "resourceVersion": fresh["metadata"]["resourceVersion"],
+                "finalizers": [FINALIZER],
+                "annotations": {"loadbalancer.openstack.org/load-balancer-id": "rbac-test-lb"},
+            }
+        },
+    )
+    assert patched["metadata"]["finalizers"] == [FINALIZER]
+    stale = {"metadata": {"resourceVersion": meta["resourceVersion"], "finalizers": []}}
+    # allowed, but stale: 409, which the controller answers with a GET and one retry
+    with pytest.raises(KubeError) as conflict:
+        sa.patch(path, stale)
+    assert conflict.value.conflict, conflict.value
+    sa.patch(path + "/status", {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}})
+    seen = admin.get(path)
+    assert [i["ip"] for i in seen["status"]["loadBalancer"]["ingress"]] == ["203.0.113.7"]
+    assert seen["metadata"]["annotations"]["loadbalancer.openstack.org/load-balancer-id"] == (
+        "rbac-test-lb"
+    )
+    cleared = sa.patch(path + "/status", {"status": {"loadBalancer": {"ingress": None}}})
+    assert not cleared["status"]["loadBalancer"].get("ingress")
+    sa.patch(
+        path,
+        {"metadata": {"resourceVersion": cleared["metadata"]["resourceVersion"], "finalizers": []}},
+    )
+    assert not admin.get(path)["metadata"].get("finalizers")
+
+
+def test_event_recorder_creates_then_patches_an_event(
+    sa: KubeApi, admin: KubeApi, service: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """events.py: a new Event is POSTed; its repeat merge-patches count and lastTimestamp. The
+    recorder never raises (it logs), so the Event as the admin reads it is the evidence."""
+    caplog.set_level(logging.WARNING, logger="reconciler.events")
+    recorder = EventRecorder(kube=sa, instance="rbac-test")
+    event = Event("Normal", "EnsuringLoadBalancer", "Ensuring load balancer (rbac test)")
+    recorder.record(service, event)
+    recorder.record(service, event)
+    ns, name = service["metadata"]["namespace"], service["metadata"]["name"]
+    events = admin.list(
+        f"/api/v1/namespaces/{ns}/events",
+        query={"fieldSelector": f"involvedObject.name={name}"},
+    )["items"]
+    assert [(e["reason"], e["count"]) for e in events] == [("EnsuringLoadBalancer", 2)], caplog.text
+    assert "event not recorded" not in caplog.text
+
+
+def test_leader_election_lease_create_get_patch(sa: KubeApi, admin: KubeApi) -> None:
+    """lease.py: GET (404 the first time), POST the Lease, then merge patches with
+    resourceVersion to renew and to release it."""
+    ignore_missing(lambda p: admin.request(method="DELETE", path=p), LEASE)
+    with pytest.raises(KubeError) as absent:
+        sa.get(LEASE)
+    assert absent.value.not_found, absent.value  # 404, not 403: get is allowed
+    stamp = "2026-01-01T00:00:00.000000Z"
+    spec = {
+        "holderIdentity": "rbac-test",
+        "leaseDurationSeconds": 15,
+        "acquireTime": stamp,
+        "renewTime": stamp,
+        "leaseTransitions": 0,
+    }
+    created = sa.create(
+        LEASES.format(ns=NAMESPACE),
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": NAME},
+            "spec": spec,
+        },
+    )
+    got = sa.get(LEASE)
+    assert got["metadata"]["uid"] == created["metadata"]["uid"]
+    renewed = sa.patch(
+        LEASE,
+        {
+            "metadata": {"resourceVersion": got["metadata"]["resourceVersion"]},
+            "spec": {"renewTime": "2026-01-01T00:00:02.000000Z"},
+        },
+    )
+    assert renewed["spec"]["renewTime"] == "2026-01-01T00:00:02.000000Z"
+    released = sa.patch(
+        LEASE,
+        {
+            "metadata": {"resourceVersion": renewed["metadata"]["resourceVersion"]},
+            "spec": {"holderIdentity": "", "leaseDurationSeconds": 1},
+        },
+    )
+    assert admin.get(LEASE)["spec"].get("holderIdentity", "") == ""
+    assert released["spec"]["leaseDurationSeconds"] == 1
+
+
+def test_what_the_controller_must_not_do_is_forbidden(
+    sa: KubeApi, service: dict[str, Any], test_ns: str
+) -> None:
+    name = service["metadata"]["name"]
+    svc_path = f"/api/v1/namespaces/{test_ns}/services/{name}"
+    # Services: no delete, no create, no PUT of a whole object
+    forbidden(sa.request, method="DELETE", path=svc_path)
+    forbidden(sa.create, f"/api/v1/namespaces/{test_ns}/services", service_body("not-mine"))
+    forbidden(sa.request, method="PUT", path=svc_path, body=service)
+    forbidden(sa.request, method="PUT", path=svc_path + "/status", body=service)
+    # Secrets: cloud.conf is a mounted file, never read through the API
+    forbidden(sa.list, "/api/v1/secrets")
+    forbidden(sa.list, f"/api/v1/namespaces/{NAMESPACE}/secrets")
+    forbidden(sa.get, f"/api/v1/namespaces/{NAMESPACE}/secrets/lb-reconciler-cloud-config")
+    # Nodes: read only
+    forbidden(sa.patch, "/api/v1/nodes/any-node", {"metadata": {"labels": {"x": "y"}}})
+    forbidden(sa.request, method="DELETE", path="/api/v1/nodes/any-node")
+    # Pods: nothing
+    forbidden(
+        sa.create,
+        f"/api/v1/namespaces/{test_ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "not-mine"},
+            "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+        },
+    )
+    forbidden(sa.list, "/api/v1/pods")
+    # Events: no delete; events.k8s.io is not used
+    forbidden(sa.request, method="DELETE", path=f"/api/v1/namespaces/{test_ns}/events/any")
+    forbidden(
+        sa.create,
+        f"/apis/events.k8s.io/v1/namespaces/{test_ns}/events",
+        {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "x"}},
+    )
+    # Leases: only the one named lb-reconciler, only in lb-reconciler, never deleted or PUT
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": NAME}}
+    forbidden(sa.get, f"{LEASES.format(ns='kube-system')}/{NAME}")
+    forbidden(sa.create, LEASES.format(ns=test_ns), lease)
+    forbidden(sa.get, f"{LEASES.format(ns=NAMESPACE)}/other-lease")
+    forbidden(sa.patch, f"{LEASES.format(ns=NAMESPACE)}/other-lease", {"spec": {}})
+    forbidden(sa.request, method="DELETE", path=LEASE)
+    forbidden(sa.request, method="PUT", path=LEASE, body=lease)
+    # no minting tokens, no escalating
+    forbidden(
+        sa.create,
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{NAME}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    forbidden(
+        sa.create,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "not-mine"},
+            "rules": [],
+        },
+    )
+
+
+# -- every manifest in deploy/ against the API server's schema --------------------------------
 
 
 def test_every_manifest_is_valid_for_the_api_server(
     installed: LocalControlPlane, toolchain: Toolchain
 ) -> None:
-    manifests = sorted(p.name for p in Path(DEPLOY).glob("*.yaml"))
-    assert {"rbac.yaml", "deployment.yaml", "pvc.yaml", "cloud-config-secret.example.yaml"} <= set(
-        manifests
+    manifests = sorted(p.name for p in DEPLOY.glob("*.yaml"))
+    assert set(manifests) == {
+        "rbac.yaml",
+        "deployment.yaml",
+        "pvc.yaml",
+        "cloud-config-secret.example.yaml",
+    }
+    code, out = kubectl(
+        toolchain, installed.kubeconfig, "apply", "--dry-run=server", "-f", str(DEPLOY)
     )
-    code, out = kubectl(toolchain, installed, "apply", "--dry-run=server", "-f", str(DEPLOY))
     assert code == 0, out
-    assert "deployment.apps/lb-reconciler created (server dry run)" in out
+    for expected in (
+        "deployment.apps/lb-reconciler",
+        "persistentvolumeclaim/lb-reconciler-state",
+        "secret/lb-reconciler-cloud-config",
+        "clusterrole.rbac.authorization.k8s.io/lb-reconciler",
+        "role.rbac.authorization.k8s.io/lb-reconciler-leader-election",
+    ):
+        assert expected in out, out
+    assert "(server dry run)" in out
+    # strict field validation: an unknown field anywhere would fail the dry run
+    code, out = kubectl(
+        toolchain,
+        installed.kubeconfig,
+        "apply",
+        "--dry-run=server",
+        "--validate=strict",
+        "-f",
+        str(DEPLOY),
+    )
+    assert code == 0, out
