@@ -44,12 +44,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from reconciler.backend import Failure, LoadBalancerEngine, classify
 from reconciler.config import CloudConfig
 from reconciler.events import EventRecorder
 from reconciler.housekeeper import Housekeeper, HousekeepingSettings
+from reconciler.instrumented import InstrumentedEngine
 from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
 from reconciler.metrics import Metrics
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -96,7 +97,6 @@ class _Applied:
     lb_id: str
 
 
-T = TypeVar("T")
 DRIFT_REPAIRED = Event(
     "Normal", "DriftRepaired", "The cloud differed from the stack (changed outside); restored"
 )
@@ -137,7 +137,6 @@ class Controller:
         """``namespace``: watch Services of this namespace only (default: all namespaces).
         ``housekeeping``: orphan and drift scans (:mod:`.housekeeper`); None: none."""
         self._kube = kube
-        self._engine = engine
         self._config = config
         self._settings = settings or ControllerSettings()
         self._workers = workers
@@ -150,6 +149,7 @@ class Controller:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self.metrics = metrics or Metrics()
+        self._engine = InstrumentedEngine(engine, self.metrics)
         self.metrics.set_queue_depth_source(self.queue.depth)
         self.metrics.set_in_flight_source(self.queue.in_flight)
         self._orphans: dict[str, ServiceRef] = {}  # key -> stack to destroy (housekeeper)
@@ -349,24 +349,12 @@ class Controller:
         period; the Service is still absent (or wants no load balancer) now."""
         _log.warning("destroying an orphaned stack", extra={"service": key, "uid": ref.uid or None})
         try:
-            self._timed("destroy", lambda: self._engine.delete(ref))
+            self._engine.delete(ref)
         except Exception as exc:
             return self._engine_failure(exc, None, Action.CLEANUP)
         self.metrics.orphan_deleted()
         _log.info("orphaned stack destroyed", extra={"service": key})
         return SyncOutcome()
-
-    def _timed(self, kind: str, call: Callable[[], T]) -> T:
-        started = time.monotonic()
-        try:
-            value = call()
-        except Exception:
-            self.metrics.stack_operation(kind, "error", time.monotonic() - started)
-            raise
-        if kind == "up" and not getattr(value, "changed", True):
-            kind = "skip"
-        self.metrics.stack_operation(kind, "success", time.monotonic() - started)
-        return value
 
     def _check_drift(self, key: str, ref: ServiceRef) -> bool:
         with self._lock:
@@ -374,11 +362,10 @@ class Controller:
                 return False
             self._drift.discard(key)
         try:
-            drifted = self._timed("refresh", lambda: self._engine.refresh(ref))
+            drifted = self._engine.refresh(ref)
         except Exception as exc:  # the ensure that follows reports what is wrong
             _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
             return False
-        self.metrics.drift_checked(drifted)
         if drifted:
             _log.warning("the cloud drifted from the stack; repairing", extra={"service": key})
         return drifted
@@ -445,7 +432,7 @@ class Controller:
         ref = spec.service
         drifted = self._check_drift(key, ref)
         try:
-            result = self._timed("up", lambda: self._engine.ensure(spec))
+            result = self._engine.ensure(spec)
         except Exception as exc:
             return self._engine_failure(exc, service, Action.ENSURE)
         if drifted:
@@ -476,7 +463,7 @@ class Controller:
         self._record(service, plan.events_before)
         ref = ServiceRef(str(meta["namespace"]), str(meta["name"]), str(meta.get("uid") or ""))
         try:
-            self._timed("destroy", lambda: self._engine.delete(ref))
+            self._engine.delete(ref)
         except Exception as exc:
             return self._engine_failure(exc, service, Action.CLEANUP)
         with self._lock:

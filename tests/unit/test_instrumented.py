@@ -1,0 +1,64 @@
+"""Stack operations are counted by kind and result; failures are counted and re-raised."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.backend import EnsureResult
+from reconciler.engine_plan import StackInfo
+from reconciler.instrumented import InstrumentedEngine
+from reconciler.metrics import Metrics
+from reconciler.model import LoadBalancerSpec, ServiceRef
+from tests.unit.model_helpers import spec_of
+
+
+class FakeEngine:
+    """Answers as told; the point here is the counting around it, not an engine."""
+
+    def __init__(self) -> None:
+        self.changed = True
+        self.fail = False
+
+    def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
+        if self.fail:
+            raise RuntimeError("boom")
+        return EnsureResult("lb", "10.0.0.5", None, self.changed)
+
+    def delete(self, service: ServiceRef) -> None:
+        if self.fail:
+            raise RuntimeError("boom")
+
+    def refresh(self, service: ServiceRef) -> bool:
+        return self.changed
+
+    def stacks(self) -> list[StackInfo]:
+        return []
+
+    def cancel(self) -> None:
+        pass
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
+    fake, metrics = FakeEngine(), Metrics(process_metrics=False)
+    engine = InstrumentedEngine(fake, metrics)
+    spec = spec_of()
+    engine.ensure(spec)
+    fake.changed = False
+    engine.ensure(spec)
+    assert engine.refresh(spec.service) is False
+    engine.delete(spec.service)
+    fake.fail = True
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.ensure(spec)
+    total = "lbr_stack_operations_total"
+    assert sample(metrics, total, kind="up", result="success") == 1
+    assert sample(metrics, total, kind="skip", result="success") == 1
+    assert sample(metrics, total, kind="refresh", result="success") == 1
+    assert sample(metrics, total, kind="destroy", result="success") == 1
+    assert sample(metrics, total, kind="up", result="error") == 1
+    assert sample(metrics, "lbr_drift_checks_total", drifted="false") == 1
