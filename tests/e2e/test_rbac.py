@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from reconciler import cli
 from reconciler.events import EventRecorder
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
@@ -465,6 +467,7 @@ def test_every_manifest_is_valid_for_the_api_server(
     ):
         assert expected in out, out
     assert "(server dry run)" in out
+    assert "would violate PodSecurity" not in out, out  # the Namespace enforces "restricted"
     # strict field validation: an unknown field anywhere would fail the dry run
     code, out = kubectl(
         toolchain,
@@ -476,3 +479,59 @@ def test_every_manifest_is_valid_for_the_api_server(
         str(DEPLOY),
     )
     assert code == 0, out
+
+
+def test_the_readme_install_command_works_on_a_new_cluster(
+    toolchain: Toolchain, tmp_path: Path
+) -> None:
+    """``kubectl apply -f deploy/rbac.yaml -f deploy/`` (deploy/README.md), for real, on an API
+    server that has never seen deploy/: the Namespace exists before the namespaced objects."""
+    with LocalControlPlane.start(toolchain=toolchain, folder=tmp_path / "plane") as plane:
+        code, out = kubectl(
+            toolchain, plane.kubeconfig, "apply", "-f", str(DEPLOY / "rbac.yaml"), "-f", str(DEPLOY)
+        )
+        assert code == 0, out
+        assert "would violate PodSecurity" not in out, out
+        code, out = kubectl(
+            toolchain,
+            plane.kubeconfig,
+            "-n",
+            NAMESPACE,
+            "get",
+            "deployment/lb-reconciler",
+            "pvc/lb-reconciler-state",
+            "secret/lb-reconciler-cloud-config",
+            "serviceaccount/lb-reconciler",
+            "role/lb-reconciler-leader-election",
+            "-o",
+            "name",
+        )
+        assert code == 0, out
+        assert len(out.splitlines()) == 5, out
+
+
+def test_the_deployment_runs_the_cli_with_flags_it_has() -> None:
+    """The Deployment's command line parses with ``lb-reconciler``'s own parser, and its probes
+    and ports point at the address the process serves /healthz and /readyz on."""
+    deployment = yaml.safe_load((DEPLOY / "deployment.yaml").read_text())
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["lb-reconciler"]
+    args = cli.build_parser().parse_args(container["args"])
+    assert args.func is cli.cmd_run
+    assert args.leader_elect
+    assert args.leader_elect_namespace == deployment["metadata"]["namespace"] == NAMESPACE
+    assert args.leader_elect_name == NAME
+    assert args.cloud_config == "/etc/lb-reconciler/cloud.conf"
+    assert str(args.state_dir) == "/var/lib/lb-reconciler"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounts["/etc/lb-reconciler"] == "cloud-config"
+    assert mounts["/var/lib/lb-reconciler"] == "state"
+    port = int(args.http_address.rsplit(":", 1)[1])
+    assert container["ports"] == [{"name": "http", "containerPort": port}]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["serviceAccountName"] == NAME
+    env = {e["name"]: e.get("valueFrom", {}) for e in container["env"]}
+    assert env["PULUMI_CONFIG_PASSPHRASE"]["secretKeyRef"]["key"] == "passphrase"
