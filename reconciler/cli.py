@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
+from reconciler.cli_common import CommandError
 from reconciler.demo import Demo, run_flow, stop_process
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi
@@ -305,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emu.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     emu.set_defaults(func=cmd_emulator)
+
+    # the user's side: each command's module adds its own parser
     return parser
 
 
@@ -313,7 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["emulator"]:  # every flag belongs to the emulator's own parser
         return cmd_emulator(argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     return result
 
 

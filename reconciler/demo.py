@@ -22,6 +22,7 @@ from pathlib import Path
 from reconciler.kube import service_account_kubeconfig
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
+from reconciler.terminal import Spinner
 from reconciler.toolchain import Toolchain
 
 # ../shared/seeds/002: the Kubernetes docs' example
@@ -46,30 +47,6 @@ DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
 def say(message: str) -> None:
     print(f"==> {message}", flush=True)
-
-
-class Spinner:
-    """One updating line while waiting (plain lines when stdout is not a terminal)."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.tty = sys.stdout.isatty()
-        self.started = time.monotonic()
-        self.frames = "|/-\\"
-        self.n = 0
-
-    def tick(self, detail: str = "") -> None:
-        self.n += 1
-        if self.tty:
-            elapsed = time.monotonic() - self.started
-            frame = self.frames[self.n % len(self.frames)]
-            print(f"\r    {frame} {self.what} {detail} ({elapsed:.0f}s)   ", end="", flush=True)
-
-    def done(self, result: str) -> None:
-        elapsed = time.monotonic() - self.started
-        if self.tty:
-            print("\r" + " " * 78 + "\r", end="")
-        print(f"    {self.what}: {result} after {elapsed:.1f}s", flush=True)
 
 
 def wait(

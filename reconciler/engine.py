@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ from reconciler.engine_plan import (
     stack_name,
     stack_tags,
 )
+from reconciler.engine_preview import PreviewOutcome, ResourceStep, step_from_event
 from reconciler.engine_recovery import (
     clear_stale_locks,
     recover_pending,
@@ -84,9 +86,17 @@ from reconciler.engine_stack_meta import (
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, main
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY, main
 
-__all__ = ["DeleteResult", "Engine", "EngineSettings", "EnsureResult", "ServiceStack", "StackInfo"]
+__all__ = [
+    "DeleteResult",
+    "Engine",
+    "EngineSettings",
+    "EnsureResult",
+    "PreviewOutcome",
+    "ServiceStack",
+    "StackInfo",
+]
 
 log = logging.getLogger("reconciler.engine")
 T = TypeVar("T")
@@ -223,14 +233,22 @@ class ServiceStack:
 
     # --- the four operations -----------------------------------------------------------------
 
-    def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
-        """Bring the cloud to ``spec``; nothing happens if it was the last applied spec."""
+    def ensure(
+        self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+    ) -> EnsureResult:
+        """Bring the cloud to ``spec``; nothing happens if it was the last applied spec.
+
+        ``imports`` ({logical name: cloud ID}) adopts existing objects instead of creating them
+        (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.
+        """
         stack = self._open(create=True)
         assert stack is not None
         tags = ensure_tags(stack, stack.list_tags(), self._wanted_tags())
         spec = spec_for_stack(spec, tags=tags)
         digest = spec.spec_hash()
         self._recover(stack)
+        if imports:
+            self._imports = {**self._imports, **dict(imports)}
         if should_skip(tags=tags, spec_hash=digest):
             return EnsureResult(False, digest, self._outputs(stack), {})
         if HASH_TAG in tags:
@@ -247,18 +265,63 @@ class ServiceStack:
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         return EnsureResult(True, digest, outputs, changes)
 
-    def preview(self, spec: LoadBalancerSpec) -> dict[str, int]:
-        """What ``ensure(spec)`` would change, by operation (``{"create": 5, "same": 2}``)."""
+    def preview(
+        self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+    ) -> PreviewOutcome:
+        """What ``ensure(spec)`` would do, resource by resource, changing nothing.
+
+        ``imports`` ({logical name: cloud ID}) previews adopting existing objects. The stack is
+        left as it was: the spec in its config is put back, and a stack that did not exist
+        (a new Service) is removed again with its work folder.
+        """
+        existed = self._open(create=False) is not None
         stack = self._open(create=True)
         assert stack is not None
-        tags = ensure_tags(stack, stack.list_tags(), self._wanted_tags())
-        spec = spec_for_stack(spec, tags=tags)
-        self._recover(stack)
-        self._configure(stack, spec)
-        result = self._deadline(
-            lambda: stack.preview(on_output=_quiet), stack=stack, doing="preview"
-        )
-        return {str(k): int(v) for k, v in result.change_summary.items()}
+        spec_key = f"{CONFIG_NAMESPACE}:{SPEC_KEY}"
+        try:
+            before = stack.get_config(spec_key).value if existed else None
+        except auto.CommandError:
+            before = None
+        steps: list[ResourceStep] = []
+
+        def on_event(event: auto.EngineEvent) -> None:
+            pre = event.resource_pre_event
+            if pre is not None and pre.metadata.op.value != "same":
+                steps.append(step_from_event(pre.metadata))
+
+        try:
+            tags = stack.list_tags() if existed else self._wanted_tags()
+            spec = spec_for_stack(spec, tags=tags)
+            self._recover(stack)
+            saved, self._imports = self._imports, {**self._imports, **dict(imports or {})}
+            try:
+                self._configure(stack, spec)
+            finally:
+                self._imports = saved
+            result = self._deadline(
+                lambda: stack.preview(on_output=_quiet, on_event=on_event),
+                stack=stack,
+                doing="preview",
+            )
+        finally:
+            self._restore_after_preview(stack, existed=existed, spec_json=before)
+        counts = {str(k): int(v) for k, v in result.change_summary.items()}
+        return PreviewOutcome(counts, tuple(steps))
+
+    def _restore_after_preview(
+        self, stack: auto.Stack, *, existed: bool, spec_json: str | None
+    ) -> None:
+        if not existed:
+            with contextlib.suppress(auto.CommandError):
+                stack.workspace.remove_stack(self.name)
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            return
+        with contextlib.suppress(auto.CommandError):
+            if spec_json is not None:
+                stack.set_config(f"{CONFIG_NAMESPACE}:{SPEC_KEY}", auto.ConfigValue(spec_json))
+            stack.set_config(
+                f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue(json.dumps(self._imports))
+            )
 
     def refresh(self) -> dict[str, int]:
         """Read the cloud back into the state; drift makes the next ``ensure`` run ``up``."""

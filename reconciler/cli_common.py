@@ -1,0 +1,109 @@
+"""What the user-facing commands (``preview``, ``stacks``, ``adopt``, ``sweep``) share.
+
+The same flags as ``lb-reconciler run`` for the stack backend and the cloud (``--cloud-config``,
+``--state-dir``, ``--backend-url``, ``--cluster-name``), so a command run beside the controller
+sees exactly its stacks; and one way to open the engine from them, with every problem reported as
+a :class:`CommandError` naming the flag or variable to fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reconciler.config import CloudConfig, Secret, parse_cloud_conf
+
+if TYPE_CHECKING:
+    from reconciler.engine import Engine
+
+__all__ = [
+    "EXIT_CHANGES",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "CommandError",
+    "add_stack_options",
+    "load_cloud_config",
+    "open_engine",
+]
+
+EXIT_OK, EXIT_INVALID, EXIT_CHANGES = 0, 1, 2
+
+
+class CommandError(Exception):
+    """A problem the user must fix; printed as ``error: <message>`` with exit code ``code``."""
+
+    def __init__(self, message: str, *, code: int = EXIT_INVALID) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True) -> None:
+    """The flags that say which stacks and which cloud; the same names as ``run``'s."""
+    p.add_argument(
+        "--cloud-config",
+        required=cloud_required,
+        metavar="FILE",
+        help="OCCM-style cloud.conf (the controller's)",
+    )
+    p.add_argument(
+        "--state-dir",
+        default="lbr-state",
+        metavar="DIR",
+        help="the controller's --state-dir (work folders; file:// backend unless --backend-url; "
+        "default: %(default)s)",
+    )
+    p.add_argument(
+        "--backend-url",
+        default=os.environ.get("PULUMI_BACKEND_URL", ""),
+        metavar="URL",
+        help="Pulumi state backend (default: $PULUMI_BACKEND_URL, else file://<state-dir>/backend)",
+    )
+    p.add_argument(
+        "--cluster-name",
+        default="kubernetes",
+        help="the controller's --cluster-name (default: %(default)s)",
+    )
+
+
+def load_cloud_config(path: str | None) -> CloudConfig:
+    """cloud.conf parsed, or a CommandError listing each problem (the fix is in the message)."""
+    if not path:
+        return CloudConfig()
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CommandError(f"--cloud-config {path}: {exc.strerror or exc}") from None
+    parsed = parse_cloud_conf(text=text)
+    if parsed.config is None:
+        problems = "\n".join(f"  {issue}" for issue in parsed.errors)
+        raise CommandError(f"--cloud-config {path} is not usable:\n{problems}")
+    return parsed.config
+
+
+def open_engine(args: argparse.Namespace, config: CloudConfig | None = None) -> Engine:
+    """The stack engine for these flags (the toolchain is found or built here)."""
+    from reconciler.engine import Engine, EngineSettings
+    from reconciler.toolchain import ToolchainError, find_toolchain
+
+    passphrase = os.environ.get("PULUMI_CONFIG_PASSPHRASE")
+    if passphrase is None:
+        raise CommandError(
+            "PULUMI_CONFIG_PASSPHRASE is not set; export the controller's passphrase "
+            "(it decrypts the OpenStack credentials in the stacks' config)"
+        )
+    config = config if config is not None else load_cloud_config(args.cloud_config)
+    try:
+        toolchain = find_toolchain()
+    except ToolchainError as exc:
+        raise CommandError(f"toolchain: {exc}") from None
+    settings = EngineSettings(
+        cluster_name=args.cluster_name,
+        state_dir=Path(args.state_dir),
+        auth=config.auth,
+        toolchain=toolchain,
+        backend_url=args.backend_url,
+        passphrase=Secret(passphrase),
+    )
+    return Engine(settings=settings)
