@@ -82,13 +82,16 @@ def load_cloud_config(path: str | None) -> CloudConfig:
     return parsed.config
 
 
-def open_engine(args: argparse.Namespace, config: CloudConfig | None = None) -> Engine:
-    """The stack engine for these flags (the toolchain is found or built here)."""
+def open_engine(
+    args: argparse.Namespace, config: CloudConfig | None = None, *, decrypts: bool = True
+) -> Engine:
+    """The stack engine for these flags (the toolchain is found or built here). ``decrypts``:
+    the command opens stacks, so it needs the controller's passphrase."""
     from reconciler.engine import Engine, EngineSettings
     from reconciler.toolchain import ToolchainError, find_toolchain
 
     passphrase = os.environ.get("PULUMI_CONFIG_PASSPHRASE")
-    if passphrase is None:
+    if passphrase is None and decrypts:
         raise CommandError(
             "PULUMI_CONFIG_PASSPHRASE is not set; export the controller's passphrase "
             "(it decrypts the OpenStack credentials in the stacks' config)"
@@ -104,6 +107,6 @@ def open_engine(args: argparse.Namespace, config: CloudConfig | None = None) -> 
         auth=config.auth,
         toolchain=toolchain,
         backend_url=args.backend_url,
-        passphrase=Secret(passphrase),
+        passphrase=Secret(passphrase or ""),
     )
     return Engine(settings=settings)

@@ -42,6 +42,7 @@ from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = [
     "CLUSTER_TAG",
+    "EXTERNAL_IP_TAG",
     "HASH_TAG",
     "LB_ID_TAG",
     "NAMESPACE_TAG",
@@ -76,6 +77,7 @@ LB_ID_TAG = TAG_PREFIX + "lb-id"
 SHARED_TAG = TAG_PREFIX + "shared"
 OWNS_TAG = TAG_PREFIX + "owns-lb"
 VIP_SUBNET_TAG = TAG_PREFIX + "vip-subnet"
+EXTERNAL_IP_TAG = TAG_PREFIX + "external-ip"
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -149,6 +151,8 @@ class StackInfo:
     update_in_progress: bool
     resource_count: int | None
     locked: bool | None = None
+    external_ip: str | None = None  # the floating IP, else the VIP (tag lbr:external-ip)
+    qualified: str = ""  # the name to give `pulumi --stack` (org/project/stack), "" unknown
 
     @property
     def key(self) -> str:
@@ -235,6 +239,8 @@ def stack_info(
         update_in_progress=listing.update_in_progress,
         resource_count=listing.resource_count,
         locked=locked,
+        external_ip=tags.get(EXTERNAL_IP_TAG) or None,
+        qualified=listing.qualified,
     )
 
 

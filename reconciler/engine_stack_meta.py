@@ -10,7 +10,8 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 * **Outputs** (:func:`plain_outputs`): as plain values, every key present.
 * **Tags** (:func:`ensure_tags`, :func:`record_outputs`): ``lbr:cluster``, ``lbr:namespace``,
   ``lbr:name``, ``lbr:uid`` on every stack; after a successful ``up`` ``lbr:lb-id``,
-  ``lbr:shared``, ``lbr:owns-lb`` and last the skip marker ``lbr:spec-hash``.
+  ``lbr:shared``, ``lbr:owns-lb``, ``lbr:vip-subnet``, ``lbr:external-ip`` and last the skip
+  marker ``lbr:spec-hash``.
 * **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
   --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
   not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
@@ -26,7 +27,7 @@ import json
 import logging
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from pulumi import automation as auto
 
 from reconciler.engine_plan import (
     CLUSTER_TAG,
+    EXTERNAL_IP_TAG,
     LB_ID_TAG,
     OWNS_TAG,
     PROJECT,
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "configure",
     "ensure_tags",
+    "last_operations",
     "list_stacks",
     "plain_outputs",
     "record_outputs",
@@ -146,8 +149,9 @@ def ensure_tags(
 def record_outputs(
     stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any]
 ) -> dict[str, str]:
-    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership and its
-    VIP subnet as tags; returns the tags as they are now. The caller sets the spec hash last."""
+    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership, its
+    VIP subnet and the external IP (floating IP, else VIP) as tags; returns the tags as they are
+    now. The caller sets the spec hash last."""
     current = dict(tags)
     wanted = {}
     lb_id = str(outputs.get("lb_id") or "")
@@ -159,6 +163,9 @@ def record_outputs(
         wanted[OWNS_TAG] = lb_id
     if outputs.get("vip_subnet_id"):
         wanted[VIP_SUBNET_TAG] = str(outputs["vip_subnet_id"])
+    external_ip = outputs.get("floating_ip") or outputs.get("vip_address")
+    if external_ip:
+        wanted[EXTERNAL_IP_TAG] = str(external_ip)
     for key, value in wanted.items():
         if current.get(key) != value:
             stack.set_tag(key, value)
@@ -265,6 +272,37 @@ def list_stacks(engine: Engine) -> list[StackInfo]:
             continue
         out.append(info)
     return sorted(out, key=lambda info: info.stack)
+
+
+def last_operations(engine: Engine, infos: Sequence[StackInfo]) -> dict[str, str]:
+    """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
+    failed), eight at a time; keyed by stack name. Nothing is decrypted."""
+    settings = engine.settings
+
+    def history(info: StackInfo) -> str:
+        done = subprocess.run(
+            [
+                str(settings.toolchain.path("pulumi")),
+                "stack",
+                "history",
+                "--json",
+                "--page-size",
+                "1",
+                "--stack",
+                info.qualified or info.stack,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=settings.state_dir,
+            env=engine.env(),
+            check=False,
+        )
+        return done.stdout if done.returncode == 0 else ""
+
+    with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+        return {
+            info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
+        }
 
 
 def _file_tags(backend: str, name: str) -> dict[str, str] | None:

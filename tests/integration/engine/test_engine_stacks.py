@@ -1,14 +1,10 @@
 """Engine.stacks(): this cluster's stacks as the housekeeper sees them, through the real CLI.
 
 Two Services are ensured (the second, in another namespace, shares the first one's load
-balancer), a third is only previewed (its stack exists, no ``up`` finished), and a stack of
-another cluster shares the backend; the listing shows exactly this cluster's three with the
-Service each belongs to, its load balancer and its spec hash, and a stack found by listing can be
-deleted through :meth:`Engine.stack_for`.
-
-The second Service shares the first one's load balancer rather than having its own because the
-emulator's listener list ignores the ``loadbalancer_id`` filter: with two load balancers,
-deleting either would find the other's listeners and release (keep) its load balancer.
+balancer), a third's stack exists but no ``up`` finished (as after an interrupted ``ensure``),
+and a stack of another cluster shares the backend; the listing shows exactly this cluster's three
+with the Service each belongs to, its load balancer, external IP and spec hash, and a stack found
+by listing can be deleted through :meth:`Engine.stack_for`.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ import pytest
 from reconciler import engine_stack_meta
 from reconciler.engine import Engine
 from reconciler.engine_errors import InterruptedOperationError
-from reconciler.model import ServiceRef
+from reconciler.model import LoadBalancerSpec, ServiceRef
 from tests.integration.engine.conftest import Env, service, spec_for
 
 
@@ -52,8 +48,8 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
         spec_b = spec_for(b, config)
         stack_b = engine.stack(service=spec_b.service)
         ensured_b = stack_b.ensure(spec_b)
-        stack_c.preview(spec_c)
-        stack_other.preview(spec_a)
+        for stack, spec in ((stack_c, spec_c), (stack_other, spec_a)):
+            _created_without_up(stack.engine, spec)
 
         listed = engine.stacks()
         with monkeypatch.context() as m:  # as for a backend other than file://: the CLI per stack
@@ -74,6 +70,11 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
             )
             assert info.key == f"{meta['namespace']}/{meta['name']}"
             assert info.lb_id == ensured.outputs["lb_id"] == lb_id
+            assert (
+                info.external_ip
+                == ensured.outputs["floating_ip"]
+                == ensured_a.outputs["floating_ip"]
+            )
             assert info.shared is shared
             assert info.owns_lb == (None if shared else lb_id)
             assert info.spec_hash == spec.spec_hash() == ensured.spec_hash
@@ -105,6 +106,14 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
         stack_other.delete()
     assert engine.stacks() == []
     assert [i.stack for i in other.stacks()] == []
+
+
+def _created_without_up(engine: Engine, spec: LoadBalancerSpec) -> None:
+    """The stack of ``spec`` created and tagged, with no ``up`` run (an engine stopping)."""
+    stopping = Engine(settings=engine.settings)
+    stopping.cancel()
+    with pytest.raises(InterruptedOperationError):
+        stopping.stack(service=spec.service).ensure(spec)
 
 
 def test_a_cancelled_engine_starts_no_operation(env: Env) -> None:
