@@ -308,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     emu.set_defaults(func=cmd_emulator)
 
     # the user's side: each command's module adds its own parser
+    from reconciler import cmd_stacks
+
+    cmd_stacks.register(sub)
     return parser
 
 
