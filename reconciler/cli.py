@@ -308,9 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     emu.set_defaults(func=cmd_emulator)
 
     # the user's side: each command's module adds its own parser
-    from reconciler import cmd_stacks
+    from reconciler import cmd_stacks, cmd_sweep
 
     cmd_stacks.register(sub)
+    cmd_sweep.register(sub)
     return parser
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 
@@ -23,7 +23,9 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "CommandError",
+    "add_kube_options",
     "add_stack_options",
+    "list_cluster",
     "load_cloud_config",
     "open_engine",
 ]
@@ -65,6 +67,29 @@ def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True
         default="kubernetes",
         help="the controller's --cluster-name (default: %(default)s)",
     )
+
+
+def add_kube_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, else in-cluster")
+
+
+def list_cluster(args: argparse.Namespace, path: str) -> list[dict[str, Any]]:
+    """The items of one list call (``/api/v1/services``) with ``--kubeconfig``."""
+    from reconciler.kube import api_client
+    from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
+
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        kube = KubeApi(api_client=api_client(kubeconfig=Path(kubeconfig) if kubeconfig else None))
+    except Exception as exc:  # the kubernetes client raises its own ConfigException types
+        raise CommandError(f"--kubeconfig: cannot reach a cluster: {exc}") from None
+    try:
+        items: list[dict[str, Any]] = kube.list(path).get("items") or []
+    except (KubeError, KubeUnavailableError) as exc:
+        raise CommandError(f"listing {path}: {exc}") from None
+    finally:
+        kube.close()
+    return items
 
 
 def load_cloud_config(path: str | None) -> CloudConfig:

@@ -427,10 +427,7 @@ class ServiceStack:
         lb = rest.load_balancer(lb_id)
         if lb is None:
             return False
-        for fip in rest.floating_ips_on_port(str(lb.get("vip_port_id"))):
-            if "Floating IP for Kubernetes external service" in str(fip.get("description")):
-                rest.delete_floating_ip(str(fip["id"]))
-        rest.delete_load_balancer(lb_id)
+        rest.delete_with_floating_ips(lb)
         return True
 
 

@@ -27,6 +27,8 @@ from reconciler.config import AuthConfig
 __all__ = ["OpenStackRest", "OpenStackRestError"]
 
 TIMEOUT = 30.0
+# the start of the description OCCM (and this controller) give the floating IPs they create
+OUR_FLOATING_IP_DESCRIPTION = "Floating IP for Kubernetes external service"
 
 # Pulumi type token -> (service type, collection path, JSON key of the list, filters to send)
 _COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
@@ -199,6 +201,30 @@ class OpenStackRest:
             raise
         lb: dict[str, Any] = payload["loadbalancer"]
         return lb
+
+    def load_balancers(self) -> list[dict[str, Any]]:
+        """Every load balancer of the project (following Octavia's pagination links)."""
+        url: str | None = self._url("load-balancer", "v2/lbaas/loadbalancers")
+        found: list[dict[str, Any]] = []
+        while url:
+            _status, _headers, payload = self._send("GET", url)
+            found.extend(payload.get("loadbalancers", []))
+            links = payload.get("loadbalancers_links") or []
+            url = next((str(li["href"]) for li in links if li.get("rel") == "next"), None)
+        return found
+
+    def delete_with_floating_ips(self, lb: dict[str, Any]) -> list[str]:
+        """Delete a load balancer (cascade: its listeners, pools, members, monitors) and the
+        floating IPs on its VIP port that OCCM or this controller made (by their description;
+        a user's own floating IP is left, disassociated by Neutron). Returns the addresses
+        deleted."""
+        deleted = []
+        for fip in self.floating_ips_on_port(str(lb.get("vip_port_id"))):
+            if OUR_FLOATING_IP_DESCRIPTION in str(fip.get("description") or ""):
+                self.delete_floating_ip(str(fip["id"]))
+                deleted.append(str(fip.get("floating_ip_address")))
+        self.delete_load_balancer(str(lb["id"]))
+        return deleted
 
     def delete_load_balancer(self, lb_id: str) -> None:
         url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}", {"cascade": "true"})

@@ -1,0 +1,118 @@
+"""Sweep decisions: which stacks and cloud load balancers are orphans, and what is kept and why."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from reconciler.engine_plan import StackInfo
+from reconciler.model.predicates import FINALIZER
+from reconciler.sweep import plan_sweep, service_of_lb_name
+from reconciler.sync import ControllerSettings
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+SETTINGS = ControllerSettings(cluster_name="prod")
+
+
+def stack(name: str, *, lb_id: str | None = "lb-" + "x", busy: bool = False) -> StackInfo:
+    return StackInfo(
+        stack=f"prod.default.{name}",
+        namespace="default",
+        name=name,
+        uid="u",
+        lb_id=lb_id,
+        shared=False,
+        owns_lb=lb_id,
+        spec_hash="h",
+        last_update=None,
+        update_in_progress=busy,
+        resource_count=3,
+    )
+
+
+def svc(name: str, *, type_: str = "LoadBalancer", cls: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": type_, "ports": [{"port": 80}]}
+    if cls:
+        spec["loadBalancerClass"] = cls
+    meta = {"name": name, "namespace": "default", "finalizers": [FINALIZER]}
+    return {"metadata": meta, "spec": spec}
+
+
+def lb(name: str, ident: str, *, age: float = 3600, status: str = "ACTIVE") -> dict[str, Any]:
+    created = (NOW - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%S")  # Octavia: no zone
+    return {
+        "id": ident,
+        "name": f"kube_service_prod_default_{name}",
+        "created_at": created,
+        "provisioning_status": status,
+        "vip_address": "10.0.0.5",
+        "vip_port_id": f"port-{ident}",
+    }
+
+
+def plan(stacks: list[StackInfo], services: list[dict[str, Any]], lbs: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+    return plan_sweep(
+        stacks=stacks,
+        services={f"default/{s['metadata']['name']}": s for s in services},
+        load_balancers=lbs,
+        settings=SETTINGS,
+        now=NOW,
+        min_age=600,
+    )
+
+
+def test_lb_names_of_this_cluster_only() -> None:
+    assert service_of_lb_name("kube_service_prod_default_web", cluster_name="prod") == (
+        "default",
+        "web",
+    )
+    # cluster "prod_eu" shares the prefix; the rest then has three parts
+    assert service_of_lb_name("kube_service_prod_eu_default_web", cluster_name="prod") is None
+    assert service_of_lb_name("kube_service_stage_default_web", cluster_name="prod") is None
+    assert service_of_lb_name("kube_service_prod_default_", cluster_name="prod") is None
+    assert service_of_lb_name("my-own-lb", cluster_name="prod") is None
+
+
+def test_stack_orphans_follow_the_housekeeper() -> None:
+    clusterip = svc("now-clusterip", type_="ClusterIP")
+    del clusterip["metadata"]["finalizers"]  # removed by hand: no cleanup will come
+    stacks = [stack("gone"), stack("web"), stack("now-clusterip"), stack("busy", busy=True)]
+    result = plan(stacks, [svc("web"), clusterip], [])
+    assert [i.name for i in result.stacks] == ["gone", "now-clusterip"]
+    assert [(k.kind, k.what, k.reason) for k in result.kept] == [
+        ("stack", "prod.default.busy", "an operation is running on it")
+    ]
+
+
+def test_cloud_orphans_and_what_is_kept() -> None:
+    stacks = [stack("web", lb_id="lb-web"), stack("half", lb_id=None), stack("dup", lb_id="lb-d1")]
+    services = [svc("web"), svc("occm"), svc("other-class", cls="example.com/other"), svc("dup")]
+    lbs = [
+        lb("web", "lb-web"),  # the stack's own: not listed at all
+        lb("gone", "lb-gone"),  # no Service, no stack: orphan
+        lb("occm", "lb-occm"),  # Service served by us, no stack: adopt
+        lb("other-class", "lb-oc"),  # Service of another class: not ours
+        lb("half", "lb-half"),  # the stack has no LB recorded yet: its next up imports it
+        lb("dup", "lb-d2"),  # the stack recorded another LB: a leaked duplicate
+        lb("young", "lb-young", age=30),
+        lb("pending", "lb-pending", status="PENDING_CREATE"),
+        {**lb("x", "lb-foreign"), "name": "kube_service_stage_default_x"},
+    ]
+    result = plan(stacks, services, lbs)
+    assert [o.lb_id for o in result.load_balancers] == ["lb-gone", "lb-d2"]
+    assert result.load_balancers[0].vip_port_id == "port-lb-gone"
+    kept = {k.ident: k.reason for k in result.kept}
+    assert set(kept) == {"lb-occm", "lb-oc", "lb-half", "lb-young", "lb-pending"}
+    assert "adopt it" in kept["lb-occm"]
+    assert "not served by this controller" in kept["lb-oc"]
+    assert "next up imports it" in kept["lb-half"]
+    assert "less than 600s" in kept["lb-young"]
+    assert kept["lb-pending"].startswith("PENDING_CREATE")
+
+
+def test_a_shared_lb_in_use_is_not_an_orphan() -> None:
+    user = stack("api", lb_id="lb-shared")
+    user = StackInfo(**{**user.__dict__, "owns_lb": None, "shared": True})
+    result = plan([user], [svc("api")], [lb("released-owner", "lb-shared")])
+    assert result.empty
+    assert result.kept == ()
