@@ -129,14 +129,13 @@ class Housekeeper:
         if self._settings.drift_interval <= 0:
             return
         by_name = {info.stack: info for info in stacks}
-        due = drift_due(
+        scan = drift_due(
             stacks=stacks,
             last_checked=self._last_checked,
             now=now,
             interval=self._settings.drift_interval,
             max_per_round=self._settings.max_drift_checks_per_scan,
         )
-        self._last_checked = {k: v for k, v in self._last_checked.items() if k in by_name}
-        for name in due:
-            self._last_checked[name] = now
+        self._last_checked = dict(scan.last_checked)
+        for name in scan.due:
             self._drift(by_name[name].key)

@@ -20,7 +20,7 @@ from typing import Any
 from reconciler.engine_plan import StackInfo
 from reconciler.sync import CLASS_FINALIZER, Action, ControllerSettings, decide
 
-__all__ = ["OrphanScan", "drift_due", "drift_phase", "find_orphans", "is_orphan"]
+__all__ = ["DriftScan", "OrphanScan", "drift_due", "drift_phase", "find_orphans", "is_orphan"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,15 @@ def _last_slot(stack: str, now: float, interval: float) -> float:
     return k * interval + phase
 
 
+@dataclass(frozen=True)
+class DriftScan:
+    """``due``: the stacks to refresh now; ``last_checked``: the map to pass to the next scan
+    (current stacks only; ``now`` for the due ones and for stacks seen for the first time)."""
+
+    due: tuple[str, ...] = ()
+    last_checked: Mapping[str, float] = field(default_factory=dict)
+
+
 def drift_due(
     *,
     stacks: Sequence[StackInfo],
@@ -135,31 +144,32 @@ def drift_due(
     now: float,
     interval: float,
     max_per_round: int | None = None,
-) -> list[str]:
-    """Names of the stacks whose drift check (a refresh) is due at ``now``.
+) -> DriftScan:
+    """Which stacks' drift check (a refresh) is due at ``now``.
 
     Each stack's checks are scheduled at ``k * interval + drift_phase(stack)``: a stack is due
     when such a time has passed since ``last_checked[stack]``, so with a scan every
     ``interval / N`` it is checked exactly once in any N consecutive scans, and 500 stacks spread
-    over the interval instead of refreshing together. A stack never checked (new, or the caller
-    restarted) is due at once. Not due: stacks with an operation running (``busy``) and stacks
-    without a spec hash (their next ensure runs ``up`` anyway); they are returned once that
-    changes. At most ``max_per_round`` names (None: no limit): the never-checked first, then the
-    most overdue. The caller records ``now`` in ``last_checked`` for each name it acts on.
-    ``interval <= 0`` disables the checks.
+    over the interval instead of refreshing together. A stack seen for the first time (new, or
+    the caller restarted) counts as checked now: it is due at its next slot, so a restart with
+    500 stacks does not refresh them all at once; the gap between two checks of a stack is at
+    most one interval plus the time the controller was down. Not due: stacks with an operation
+    running (``busy``) and stacks without a spec hash (their next ensure runs ``up`` anyway);
+    they come back once that changes. At most ``max_per_round`` names (None: no limit), the
+    most overdue first. ``interval <= 0`` disables the checks.
     """
+    checked = {info.stack: last_checked.get(info.stack, now) for info in stacks}
     if interval <= 0 or (max_per_round is not None and max_per_round <= 0):
-        return []
-    ranked: list[tuple[int, float, str]] = []
+        return DriftScan((), checked)
+    ranked: list[tuple[float, str]] = []
     for info in stacks:
         if info.busy or info.spec_hash is None:
             continue
         slot = _last_slot(info.stack, now, interval)
-        last = last_checked.get(info.stack)
-        if last is None:
-            ranked.append((0, slot, info.stack))
-        elif slot > last:
-            ranked.append((1, slot, info.stack))
+        if slot > checked[info.stack]:
+            ranked.append((slot, info.stack))
     ranked.sort()
-    names = [name for _, _, name in ranked]
-    return names if max_per_round is None else names[:max_per_round]
+    names = [name for _, name in ranked]
+    due = tuple(names if max_per_round is None else names[:max_per_round])
+    checked.update(dict.fromkeys(due, now))
+    return DriftScan(due, checked)

@@ -314,34 +314,57 @@ def test_phase_is_stable_and_in_range() -> None:
     assert drift_phase("c.default.web", 7200) == 2 * drift_phase("c.default.web", 3600)
 
 
-def test_never_checked_is_due_and_first() -> None:
+def test_first_seen_is_due_at_its_slot_not_at_once() -> None:
+    """A restart must not refresh every stack at once: a stack seen for the first time counts as
+    checked then, and is due at its own slot in the interval."""
+    web = stack()
+    interval = 100.0
+    phase = drift_phase(web.stack, interval)
+    first = drift_due(stacks=[web], last_checked={}, now=0.0, interval=interval)
+    assert first.due == ()
+    assert first.last_checked == {web.stack: 0.0}
+    before = drift_due(
+        stacks=[web], last_checked=first.last_checked, now=phase - 0.5, interval=interval
+    )
+    assert before.due == ()
+    at = drift_due(stacks=[web], last_checked=first.last_checked, now=phase, interval=interval)
+    assert at.due == (web.stack,)
+    assert at.last_checked == {web.stack: phase}
+
+
+def test_most_overdue_first_and_gone_stacks_forgotten() -> None:
     old, new = stack("old"), stack("new")
     interval = 100.0
-    due = drift_due(
-        stacks=[old, new], last_checked={old.stack: -1000.0}, now=0.0, interval=interval
+    last = {old.stack: -1000.0, new.stack: -150.0, "c.default.gone": -5.0}
+    scan = drift_due(stacks=[old, new], last_checked=last, now=0.0, interval=interval)
+    # both owed; the one whose slot came first goes first (at now=0 each slot is phase - 100)
+    assert scan.due == tuple(sorted((old.stack, new.stack), key=lambda n: drift_phase(n, 100.0)))
+    assert set(scan.last_checked) == {old.stack, new.stack}
+    one = drift_due(
+        stacks=[old, new], last_checked=last, now=0.0, interval=interval, max_per_round=1
     )
-    assert due == [new.stack, old.stack]
-    assert drift_due(
-        stacks=[old, new],
-        last_checked={old.stack: -1000.0},
-        now=0.0,
-        interval=interval,
-        max_per_round=1,
-    ) == [new.stack]
+    assert len(one.due) == 1
+    (name,) = one.due
+    assert one.last_checked[name] == 0.0
+    other = ({old.stack, new.stack} - {name}).pop()
+    assert one.last_checked[other] == last[other]  # not checked: still owed
 
 
 def test_not_due_while_busy_or_without_a_hash() -> None:
     stacks = [stack("a", busy=True), stack("b", locked=True), stack("c", spec_hash=None)]
-    assert drift_due(stacks=stacks, last_checked={}, now=0.0, interval=60.0) == []
-    assert drift_due(stacks=[stack("d")], last_checked={}, now=0.0, interval=0.0) == []
+    long_ago = {s.stack: -1000.0 for s in stacks}
+    assert drift_due(stacks=stacks, last_checked=long_ago, now=0.0, interval=60.0).due == ()
+    d = {stack("d").stack: -1000.0}
+    assert drift_due(stacks=[stack("d")], last_checked=d, now=0.0, interval=0.0).due == ()
     assert (
-        drift_due(stacks=[stack("d")], last_checked={}, now=0.0, interval=60, max_per_round=0) == []
+        drift_due(stacks=[stack("d")], last_checked=d, now=0.0, interval=60, max_per_round=0).due
+        == ()
     )
 
 
 def test_checked_just_now_is_not_due() -> None:
     web = stack()
-    assert drift_due(stacks=[web], last_checked={web.stack: 50.0}, now=50.0, interval=60) == []
+    assert drift_due(stacks=[web], last_checked={web.stack: 50.0}, now=50.0, interval=60).due == ()
 
 
 def _run(
@@ -358,16 +381,15 @@ def _run(
     step = interval / ticks_per_interval
     for j in range(intervals * ticks_per_interval + 1):
         now = start + j * step
-        due = drift_due(
+        scan = drift_due(
             stacks=stacks,
             last_checked=last,
             now=now,
             interval=interval,
             max_per_round=max_per_round,
         )
-        for name in due:
-            last[name] = now
-        rounds.append(due)
+        last = dict(scan.last_checked)
+        rounds.append(list(scan.due))
     return rounds
 
 
@@ -383,7 +405,7 @@ def test_each_stack_once_per_interval(names: list[str], start: int, interval: in
     rounds = _run(
         stacks, start=float(start), interval=float(interval), ticks_per_interval=n, intervals=3
     )
-    assert sorted(rounds[0]) == sorted(s.stack for s in stacks)  # never checked: all at once
+    assert rounds[0] == []  # first sighting (a restart): nothing at once
     for first in range(1, len(rounds) - n + 1):
         window = Counter(name for due in rounds[first : first + n] for name in due)
         assert window == Counter({s.stack: 1 for s in stacks})
@@ -392,7 +414,7 @@ def test_each_stack_once_per_interval(names: list[str], start: int, interval: in
 def test_checks_are_staggered() -> None:
     stacks = [stack(f"svc-{i}", f"ns-{i % 7}") for i in range(500)]
     rounds = _run(stacks, start=0.0, interval=3600.0, ticks_per_interval=10, intervals=2)
-    assert len(rounds[0]) == 500
+    assert rounds[0] == []
     per_tick = [len(r) for r in rounds[1:]]
     assert sum(per_tick[:10]) == 500
     assert max(per_tick) <= 80  # about 50 each, never all at once
