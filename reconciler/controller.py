@@ -29,8 +29,8 @@ Finalizer patches are merge patches with ``resourceVersion`` (see :mod:`.sync`).
 worker reads the Service again and recomputes the patch once, so a label edit that raced the
 sync does not cost a retry delay.
 
-The controller remembers, per key, the last spec it applied and the load balancer id the engine
-returned. That memory only shapes Events (a members-only change is ``UpdatedLoadBalancer``; our
+The controller (:class:`.service_sync.ServiceSync`, which carries out one sync) remembers, per
+key, the last spec it applied and the load balancer id the engine returned. That memory only shapes Events (a members-only change is ``UpdatedLoadBalancer``; our
 own ``load-balancer-id`` annotation coming back is not a change); whether ``up`` runs is the
 engine's decision, by the spec hash it stores with the stack.
 """
@@ -42,30 +42,24 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from reconciler.backend import Failure, LoadBalancerEngine, classify
+from reconciler.backend import Failure, LoadBalancerEngine
 from reconciler.config import CloudConfig
 from reconciler.events import EventRecorder
 from reconciler.housekeeper import Housekeeper, HousekeepingSettings
 from reconciler.instrumented import InstrumentedEngine
-from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
+from reconciler.kubeio import KubeApi
 from reconciler.metrics import Metrics
-from reconciler.model import LoadBalancerSpec, ServiceRef
+from reconciler.model import ServiceRef
 from reconciler.queue import Backoff, WorkQueue
+from reconciler.service_sync import ServiceSync, SyncOutcome
 from reconciler.sync import (
     Action,
     ControllerSettings,
-    Event,
-    add_finalizer_patch,
     decide,
     failure_event,
     node_fingerprint,
-    plan_after_ensure,
-    plan_cleanup,
-    plan_ensure,
     should_enqueue_on_add,
     should_enqueue_on_update,
 )
@@ -76,45 +70,12 @@ __all__ = ["Controller", "SyncOutcome"]
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SyncOutcome:
-    """What one sync ended with; the worker turns it into a queue operation and an Event."""
-
-    failure: Failure | None = None
-    error: str = ""
-    service: Mapping[str, Any] | None = None
-    action: Action = Action.IGNORE
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
-@dataclass(frozen=True)
-class _Applied:
-    uid: str
-    spec: LoadBalancerSpec
-    lb_id: str
-
-
-DRIFT_REPAIRED = Event(
-    "Normal", "DriftRepaired", "The cloud differed from the stack (changed outside); restored"
-)
 _RESULTS = {
     None: "success",
     Failure.RETRY_SOON: "retry",
     Failure.BACKOFF: "error",
     Failure.INVALID: "invalid",
 }
-
-
-def _service_path(ns: str, name: str) -> str:
-    return f"/api/v1/namespaces/{ns}/services/{name}"
-
-
-def _split(key: str) -> tuple[str, str]:
-    ns, _, name = key.partition("/")
-    return ns, name
 
 
 class Controller:
@@ -144,7 +105,6 @@ class Controller:
         instance = instance or f"{socket.gethostname()}-{os.getpid()}"
         self._recorder = recorder or EventRecorder(kube=kube, instance=instance)
         self._lock = threading.Lock()
-        self._applied: dict[str, _Applied] = {}
         self._node_fp: frozenset[tuple[Any, ...]] | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
@@ -152,8 +112,15 @@ class Controller:
         self._engine = InstrumentedEngine(engine, self.metrics)
         self.metrics.set_queue_depth_source(self.queue.depth)
         self.metrics.set_in_flight_source(self.queue.in_flight)
-        self._orphans: dict[str, ServiceRef] = {}  # key -> stack to destroy (housekeeper)
-        self._drift: set[str] = set()  # keys whose stack is refreshed before the next ensure
+        self._sync = ServiceSync(
+            kube=kube,
+            engine=self._engine,
+            config=config,
+            settings=self._settings,
+            recorder=self._recorder,
+            metrics=self.metrics,
+            nodes=lambda: self.nodes.items(),
+        )
         self.housekeeper = (
             Housekeeper(
                 engine=self._engine,
@@ -217,14 +184,12 @@ class Controller:
 
     def request_orphan_delete(self, key: str, ref: ServiceRef) -> None:
         """Destroy the stack of ``key`` at its next sync if its Service still wants none."""
-        with self._lock:
-            self._orphans[key] = ref
+        self._sync.request_orphan_delete(key, ref)
         self.queue.add(key)
 
     def request_drift_check(self, key: str) -> None:
         """Refresh the stack of ``key`` before its next ensure; drift makes that ensure an up."""
-        with self._lock:
-            self._drift.add(key)
+        self._sync.request_drift_check(key)
         self.queue.add(key)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -321,170 +286,4 @@ class Controller:
     # -- one sync -----------------------------------------------------------------------------
 
     def sync(self, key: str) -> SyncOutcome:
-        service = self.services.get(key)
-        action = Action.IGNORE if service is None else decide(service, self._settings)
-        with self._lock:
-            orphan = self._orphans.pop(key, None)
-            if service is None:
-                self._applied.pop(key, None)
-        if action is Action.IGNORE:
-            return self._delete_orphan(key, orphan) if orphan is not None else SyncOutcome()
-        assert service is not None
-        try:
-            if action is Action.ENSURE:
-                return self._ensure(key, service)
-            if action is Action.CLEANUP:
-                return self._cleanup(key, service)
-            return SyncOutcome()
-        except KubeUnavailableError as exc:
-            return SyncOutcome(Failure.RETRY_SOON, str(exc), service, action)
-        except KubeError as exc:
-            kind = Failure.RETRY_SOON if exc.conflict else Failure.BACKOFF
-            if exc.not_found:
-                return SyncOutcome()  # deleted meanwhile; nothing of ours can be left to do
-            return SyncOutcome(kind, f"Kubernetes API: {exc}", service, action)
-
-    def _delete_orphan(self, key: str, ref: ServiceRef) -> SyncOutcome:
-        """The housekeeper found this stack without a Service that wants it, past the grace
-        period; the Service is still absent (or wants no load balancer) now."""
-        _log.warning("destroying an orphaned stack", extra={"service": key, "uid": ref.uid or None})
-        try:
-            self._engine.delete(ref)
-        except Exception as exc:
-            return self._engine_failure(exc, None, Action.CLEANUP)
-        self.metrics.orphan_deleted()
-        _log.info("orphaned stack destroyed", extra={"service": key})
-        return SyncOutcome()
-
-    def _check_drift(self, key: str, ref: ServiceRef) -> bool:
-        with self._lock:
-            if key not in self._drift:
-                return False
-            self._drift.discard(key)
-        try:
-            drifted = self._engine.refresh(ref)
-        except Exception as exc:  # the ensure that follows reports what is wrong
-            _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
-            return False
-        if drifted:
-            _log.warning("the cloud drifted from the stack; repairing", extra={"service": key})
-        return drifted
-
-    def _engine_failure(
-        self, exc: Exception, service: Mapping[str, Any] | None, action: Action
-    ) -> SyncOutcome:
-        return SyncOutcome(classify(exc), str(exc) or type(exc).__name__, service, action)
-
-    def _patch_fresh(
-        self,
-        service: Mapping[str, Any],
-        make: Callable[[Mapping[str, Any]], dict[str, Any] | None],
-    ) -> Mapping[str, Any]:
-        """Apply ``make(service)`` (a merge patch with resourceVersion); on 409, read the Service
-        again and recompute once. Returns the Service as the server has it afterwards."""
-        meta = service["metadata"]
-        path = _service_path(meta["namespace"], meta["name"])
-        patch = make(service)
-        if patch is None:
-            return service
-        try:
-            return self._kube.patch(path, patch)
-        except KubeError as exc:
-            if not exc.conflict:
-                raise
-        fresh = self._kube.get(path)
-        if fresh.get("metadata", {}).get("uid") != meta.get("uid"):
-            raise KubeError(status=409, reason="Conflict", message="the Service was re-created")
-        patch = make(fresh)
-        return fresh if patch is None else self._kube.patch(path, patch)
-
-    def _ensure(self, key: str, service: Mapping[str, Any]) -> SyncOutcome:
-        uid = str(service["metadata"].get("uid") or "")
-        with self._lock:
-            applied = self._applied.get(key)
-        if applied is not None and applied.uid != uid:
-            applied = None
-        plan = plan_ensure(
-            service=service,
-            nodes=self.nodes.items(),
-            config=self._config,
-            settings=self._settings,
-            previous=applied.spec if applied else None,
-            previous_lb_id=applied.lb_id if applied else None,
-        )
-        for notice in plan.notices:
-            _log.info("spec notice", extra={"service": key, "notice": notice})
-        if plan.spec is None:
-            self._record(service, plan.events)
-            return SyncOutcome(Failure.INVALID, "invalid configuration")  # Event already sent
-        spec = plan.spec
-        self._record(service, plan.events)
-        if plan.finalizer_patch is not None:
-
-            def add(svc: Mapping[str, Any]) -> dict[str, Any] | None:
-                if decide(svc, self._settings) is not Action.ENSURE:
-                    return None
-                return add_finalizer_patch(svc, self._settings)
-
-            service = self._patch_fresh(service, add)
-            if decide(service, self._settings) is not Action.ENSURE:
-                return SyncOutcome(Failure.RETRY_SOON, "the Service changed during the sync")
-        ref = spec.service
-        drifted = self._check_drift(key, ref)
-        try:
-            result = self._engine.ensure(spec)
-        except Exception as exc:
-            return self._engine_failure(exc, service, Action.ENSURE)
-        if drifted:
-            self.metrics.drift_repaired()
-            self._record(service, (DRIFT_REPAIRED,))
-        with self._lock:
-            self._applied[key] = _Applied(uid, spec, result.lb_id)
-        no_nodes = any(e.reason == "UnAvailableLoadBalancer" for e in plan.events)
-        after = plan_after_ensure(
-            service=service, spec=spec, result=result, change=plan.change, no_nodes=no_nodes
-        )
-        meta = service["metadata"]
-        path = _service_path(meta["namespace"], meta["name"])
-        if after.annotation_patch is not None:
-            service = self._kube.patch(path, after.annotation_patch)
-        if after.status_patch is not None:
-            self._kube.patch(path + "/status", after.status_patch)
-        self._record(service, after.events)
-        _log.info(
-            "load balancer ensured",
-            extra={"service": key, "lb_id": result.lb_id, "address": result.address},
-        )
-        return SyncOutcome()
-
-    def _cleanup(self, key: str, service: Mapping[str, Any]) -> SyncOutcome:
-        meta = service["metadata"]
-        plan = plan_cleanup(service, self._settings)
-        self._record(service, plan.events_before)
-        ref = ServiceRef(str(meta["namespace"]), str(meta["name"]), str(meta.get("uid") or ""))
-        try:
-            self._engine.delete(ref)
-        except Exception as exc:
-            return self._engine_failure(exc, service, Action.CLEANUP)
-        with self._lock:
-            self._applied.pop(key, None)
-        service = self._patch_fresh(
-            service, lambda svc: plan_cleanup(svc, self._settings).finalizer_patch
-        )
-        self._record(service, plan.events_after)
-        deleting = bool(service.get("metadata", {}).get("deletionTimestamp"))
-        status_patch = plan_cleanup(service, self._settings).status_patch
-        if status_patch is not None and not deleting:
-            try:
-                self._kube.patch(
-                    _service_path(meta["namespace"], meta["name"]) + "/status", status_patch
-                )
-            except KubeError as exc:
-                if not exc.not_found:
-                    raise
-        _log.info("load balancer deleted", extra={"service": key})
-        return SyncOutcome()
-
-    def _record(self, service: Mapping[str, Any], events: Iterable[Event]) -> None:
-        for event in events:
-            self._recorder.record(service, event)
+        return self._sync.sync(key, self.services.get(key))
