@@ -30,9 +30,10 @@ worker reads the Service again and recomputes the patch once, so a label edit th
 sync does not cost a retry delay.
 
 The controller (:class:`.service_sync.ServiceSync`, which carries out one sync) remembers, per
-key, the last spec it applied and the load balancer id the engine returned. That memory only shapes Events (a members-only change is ``UpdatedLoadBalancer``; our
-own ``load-balancer-id`` annotation coming back is not a change); whether ``up`` runs is the
-engine's decision, by the spec hash it stores with the stack.
+key, the last spec it applied and the load balancer id the engine returned. That memory only
+shapes Events (a members-only change is ``UpdatedLoadBalancer``; our own ``load-balancer-id``
+annotation coming back is not a change); whether ``up`` runs is the engine's decision, by the
+spec hash it stores with the stack.
 """
 
 from __future__ import annotations

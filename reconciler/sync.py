@@ -29,11 +29,7 @@ changed; ``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBal
 ``DeletedLoadBalancer`` around cleanup; ``SyncLoadBalancerFailed`` for a failure, including invalid
 input, whose message names the field, the value and the fix.
 
-Status. ``status.loadBalancer.ingress`` as OCCM's ``createLoadBalancerStatus``: the hostname
-annotation, else ``<ip>.<suffix>`` with PROXY and ``enable-ingress-hostname``, else the address
-with ``ipMode`` ``Proxy`` under PROXY (KEP-1860) or ``VIP``. It is compared on (ip, hostname,
-ipMode) with a missing ipMode read as ``VIP`` for an IP (the API server's default), so a status
-the server defaulted is not rewritten. Annotations ``load-balancer-id`` and
+Status: :mod:`reconciler.ingress`. Annotations ``load-balancer-id`` and
 ``load-balancer-address`` are written as OCCM does, only the keys that differ.
 """
 
@@ -47,15 +43,16 @@ from typing import Any
 from reconciler import nodes as node_rules
 from reconciler.backend import EnsureResult
 from reconciler.config import CloudConfig
+from reconciler.ingress import desired_ingress, status_patch
 from reconciler.model import (
     FINALIZER,
     LoadBalancerSpec,
-    StatusSpec,
     ValidationError,
     build_spec,
     needs_update,
     wants_load_balancer,
 )
+from reconciler.model.predicates import part
 
 __all__ = [
     "ADDRESS_ANNOTATION",
@@ -71,9 +68,7 @@ __all__ = [
     "add_finalizer_patch",
     "classify_change",
     "decide",
-    "desired_ingress",
     "failure_event",
-    "ingress_equal",
     "node_fingerprint",
     "plan_after_ensure",
     "plan_cleanup",
@@ -126,13 +121,8 @@ class Change(enum.Enum):
     FULL = "full"  # anything else, or nothing known
 
 
-def _part(obj: Any, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def _meta(service: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _part(service, "metadata")
+    return part(service, "metadata")
 
 
 def _finalizers(service: Mapping[str, Any]) -> list[str]:
@@ -152,7 +142,7 @@ def _wants(service: Mapping[str, Any], settings: ControllerSettings) -> bool:
 
 
 def _finalizer_for(service: Mapping[str, Any], settings: ControllerSettings) -> str:
-    cls = _part(service, "spec").get("loadBalancerClass")
+    cls = part(service, "spec").get("loadBalancerClass")
     return FINALIZER if cls is None else settings.class_finalizer
 
 
@@ -160,7 +150,7 @@ def _held(service: Mapping[str, Any], settings: ControllerSettings) -> list[str]
     """Our finalizers on ``service``. The standard one is ours only on a classless Service: on a
     Service of another class it belongs to that class's controller (the class cannot change
     while the type is LoadBalancer, so we never put it there)."""
-    cls = _part(service, "spec").get("loadBalancerClass")
+    cls = part(service, "spec").get("loadBalancerClass")
     ours = set()
     if settings.serve_default and cls is None:
         ours.add(FINALIZER)
@@ -214,8 +204,8 @@ def node_fingerprint(nodes: Sequence[Mapping[str, Any]]) -> frozenset[tuple[Any,
     for node in nodes:
         if not node_rules.is_eligible(node):
             continue
-        labels = tuple(sorted(_part(_part(node, "metadata"), "labels").items()))
-        raw = _part(node, "status").get("addresses")
+        labels = tuple(sorted(part(part(node, "metadata"), "labels").items()))
+        raw = part(node, "status").get("addresses")
         addresses = tuple(
             sorted(
                 (str(a.get("type")), str(a.get("address")))
@@ -326,41 +316,6 @@ def plan_ensure(
     return EnsurePlan(result.spec, (), change, patch, tuple(events), notices)
 
 
-def desired_ingress(status: StatusSpec, address: str) -> list[dict[str, str]]:
-    if status.hostname:
-        return [{"hostname": status.hostname}]
-    if status.hostname_suffix:
-        return [{"hostname": f"{address}.{status.hostname_suffix}"}]
-    return [{"ip": address, "ipMode": status.ip_mode}]
-
-
-def _ingress_key(items: Any) -> tuple[tuple[str, str, str], ...]:
-    out = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        ip = str(item.get("ip") or "")
-        mode = str(item.get("ipMode") or ("VIP" if ip else ""))
-        out.append((ip, str(item.get("hostname") or ""), mode))
-    return tuple(out)
-
-
-def ingress_equal(current: Any, desired: Any) -> bool:
-    return _ingress_key(current) == _ingress_key(desired)
-
-
-def _current_ingress(service: Mapping[str, Any]) -> Any:
-    return _part(_part(service, "status"), "loadBalancer").get("ingress")
-
-
-def _status_patch(
-    service: Mapping[str, Any], ingress: list[dict[str, str]]
-) -> dict[str, Any] | None:
-    if ingress_equal(_current_ingress(service), ingress):
-        return None
-    return {"status": {"loadBalancer": {"ingress": ingress or None}}}
-
-
 @dataclass(frozen=True)
 class AfterEnsure:
     status_patch: dict[str, Any] | None  # JSON merge patch for the status subresource
@@ -381,11 +336,11 @@ def plan_after_ensure(
         events = (Event(NORMAL, "EnsuredLoadBalancer", "Ensured load balancer"),)
     elif change is Change.HOSTS and not no_nodes:
         events = (Event(NORMAL, "UpdatedLoadBalancer", "Updated load balancer with new hosts"),)
-    annotations = _part(_meta(service), "annotations")
+    annotations = part(_meta(service), "annotations")
     wanted = {ID_ANNOTATION: result.lb_id, ADDRESS_ANNOTATION: result.address}
     differ = {k: v for k, v in wanted.items() if annotations.get(k) != v}
     annotation_patch = {"metadata": {"annotations": differ}} if differ else None
-    status = _status_patch(service, desired_ingress(spec.status, result.address))
+    status = status_patch(service, desired_ingress(spec.status, result.address))
     return AfterEnsure(status, annotation_patch, events)
 
 
@@ -412,12 +367,12 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
             "resourceVersion": str(_meta(service).get("resourceVersion") or ""),
             "finalizers": [f for f in current if f not in held],
         }
-        annotations = _part(_meta(service), "annotations")
+        annotations = part(_meta(service), "annotations")
         ours = {k: None for k in (ID_ANNOTATION, ADDRESS_ANNOTATION) if k in annotations}
         if ours:
             meta["annotations"] = ours
         patch = {"metadata": meta}
-    status = _status_patch(service, [])
+    status = status_patch(service, [])
     return CleanupPlan(
         events_before=(Event(NORMAL, "DeletingLoadBalancer", "Deleting load balancer"),),
         finalizer_patch=patch,

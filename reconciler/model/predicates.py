@@ -19,25 +19,33 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-__all__ = ["FINALIZER", "has_finalizer", "needs_cleanup", "needs_update", "wants_load_balancer"]
+__all__ = [
+    "FINALIZER",
+    "has_finalizer",
+    "needs_cleanup",
+    "needs_update",
+    "part",
+    "wants_load_balancer",
+]
 
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 
 
-def _part(obj: Any, key: str) -> Mapping[str, Any]:
+def part(obj: Any, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when both are mappings, else an empty mapping (Services are untrusted dicts)."""
     value = obj.get(key) if isinstance(obj, Mapping) else None
     return value if isinstance(value, Mapping) else {}
 
 
 def has_finalizer(service: Mapping[str, Any]) -> bool:
-    finalizers = _part(service, "metadata").get("finalizers") or []
+    finalizers = part(service, "metadata").get("finalizers") or []
     return isinstance(finalizers, list) and FINALIZER in finalizers
 
 
 def wants_load_balancer(
     service: Mapping[str, Any], *, owned_classes: Collection[str], serve_default: bool = True
 ) -> bool:
-    spec = _part(service, "spec")
+    spec = part(service, "spec")
     if spec.get("type") != "LoadBalancer":
         return False
     cls = spec.get("loadBalancerClass")
@@ -48,9 +56,9 @@ def needs_cleanup(service: Mapping[str, Any]) -> bool:
     """Has our finalizer and is being deleted or is no longer of type LoadBalancer (KEP-980)."""
     if not has_finalizer(service):
         return False
-    if _part(service, "metadata").get("deletionTimestamp"):
+    if part(service, "metadata").get("deletionTimestamp"):
         return True
-    return _part(service, "spec").get("type") != "LoadBalancer"
+    return part(service, "spec").get("type") != "LoadBalancer"
 
 
 _PORT_KEYS = ("name", "protocol", "port", "nodePort", "targetPort", "appProtocol")
@@ -86,14 +94,14 @@ def needs_update(
         return False
     if wants_old != wants_new:
         return True
-    old_spec, new_spec = _part(old, "spec"), _part(new, "spec")
+    old_spec, new_spec = part(old, "spec"), part(new, "spec")
     if any(old_spec.get(k) != new_spec.get(k) for k in _SPEC_KEYS):
         return True
     if _ports(old_spec) != _ports(new_spec):
         return True
     if len(old_spec.get("ipFamilies") or []) != len(new_spec.get("ipFamilies") or []):
         return True
-    old_meta, new_meta = _part(old, "metadata"), _part(new, "metadata")
+    old_meta, new_meta = part(old, "metadata"), part(new, "metadata")
     if (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}):
         return True
     return old_meta.get("uid") != new_meta.get("uid")

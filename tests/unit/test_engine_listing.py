@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.engine_plan import (
+    EXTERNAL_IP_TAG,
     HASH_TAG,
     LB_ID_TAG,
     OWNS_TAG,
@@ -119,7 +120,14 @@ TAGS = stack_tags(cluster_name="prod", namespace="default", name="web", uid=UID)
 
 
 def test_stack_info_after_a_successful_up() -> None:
-    tags = {**TAGS, LB_ID_TAG: "lb-1", SHARED_TAG: "false", OWNS_TAG: "lb-1", HASH_TAG: "abc"}
+    tags = {
+        **TAGS,
+        LB_ID_TAG: "lb-1",
+        SHARED_TAG: "false",
+        OWNS_TAG: "lb-1",
+        HASH_TAG: "abc",
+        EXTERNAL_IP_TAG: "203.0.113.7",
+    }
     info = stack_info(LISTING, tags, cluster_name="prod", locked=False)
     assert info == StackInfo(
         stack="prod.default.web",
@@ -134,6 +142,8 @@ def test_stack_info_after_a_successful_up() -> None:
         update_in_progress=False,
         resource_count=7,
         locked=False,
+        external_ip="203.0.113.7",
+        qualified=LISTING.qualified,
     )
     assert info.key == "default/web"
     assert not info.busy

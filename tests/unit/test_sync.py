@@ -10,6 +10,7 @@ import pytest
 
 from reconciler.backend import EnsureResult, Failure, classify
 from reconciler.config import default_config, with_overrides
+from reconciler.ingress import desired_ingress, ingress_equal
 from reconciler.model import FINALIZER, StatusSpec
 from reconciler.sync import (
     ADDRESS_ANNOTATION,
@@ -20,9 +21,7 @@ from reconciler.sync import (
     ControllerSettings,
     classify_change,
     decide,
-    desired_ingress,
     failure_event,
-    ingress_equal,
     node_fingerprint,
     plan_after_ensure,
     plan_cleanup,
