@@ -101,17 +101,14 @@ def should_skip(*, tags: Mapping[str, str], spec_hash: str) -> bool:
 
 
 def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:
-    """``spec`` as this stack must apply it. The controller writes the ``load-balancer-id``
-    annotation back after an ``up`` (as OCCM does), so the next spec names the stack's own load
-    balancer as ``existing_lb_id``. That is not a request to share it: without this, the spec
-    hash would change and the program would replace its own load balancer by a lookup of it.
+    """``spec`` as this stack must apply it: the stack's own load balancer (tag ``lbr:owns-lb``)
+    named by the ``load-balancer-id`` annotation is not a shared one (``LoadBalancerSpec.owning``).
 
-    Likewise an autodetected VIP subnet (no subnet, network or port given: OCCM's "the first
+    An autodetected VIP subnet (no subnet, network or port given: OCCM's "the first
     Node's subnet") is detected once, when the load balancer is made, and kept (tag
     ``lbr:vip-subnet``): a Node added later whose name sorts first must change members only,
     never the VIP."""
-    if spec.existing_lb_id and spec.existing_lb_id == tags.get(OWNS_TAG):
-        spec = replace(spec, existing_lb_id=None)
+    spec = spec.owning(tags.get(OWNS_TAG))
     detected = tags.get(VIP_SUBNET_TAG)
     placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
     if spec.vip_autodetect_address and detected and not placed and not spec.existing_lb_id:

@@ -234,12 +234,8 @@ def classify_change(
     annotation coming back in the next spec is not a change the user made."""
     if previous is None or previous.service.uid != new.service.uid:
         return Change.FULL
-    if (
-        previous.existing_lb_id is None
-        and previous_lb_id is not None
-        and new.existing_lb_id == previous_lb_id
-    ):
-        new = replace(new, existing_lb_id=None)
+    if previous.existing_lb_id is None:
+        new = new.owning(previous_lb_id)
     if new == previous:
         return Change.NONE
     if _without_members(new) == _without_members(previous):

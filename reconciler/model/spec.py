@@ -16,6 +16,7 @@ the hash with the stack and skips ``up`` when it has not changed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import types
@@ -181,6 +182,16 @@ class LoadBalancerSpec:
 
     def spec_hash(self) -> str:
         return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
+
+    def owning(self, lb_id: str | None) -> LoadBalancerSpec:
+        """This spec with ``existing_lb_id`` cleared when it names ``lb_id``, the load balancer
+        the Service's own stack created. The controller writes the ``load-balancer-id``
+        annotation back after an ``up`` (as OCCM does), so the next spec names its own load
+        balancer: that is not a request to share it, and must change neither the spec hash nor
+        the program (which would otherwise look its own load balancer up as a shared one)."""
+        if lb_id and self.existing_lb_id == lb_id:
+            return dataclasses.replace(self, existing_lb_id=None)
+        return self
 
 
 def _encode(value: Any) -> Any:

@@ -110,3 +110,13 @@ def test_spec_is_frozen() -> None:
     spec = spec_of()
     with pytest.raises(AttributeError):
         spec.name = "x"  # type: ignore[misc]
+
+
+def test_owning_clears_only_the_stacks_own_load_balancer() -> None:
+    from dataclasses import replace
+
+    spec = replace(rich_spec(), existing_lb_id="lb-own")
+    assert spec.owning("lb-own").existing_lb_id is None
+    assert spec.owning("lb-own").spec_hash() == replace(spec, existing_lb_id=None).spec_hash()
+    assert spec.owning("lb-other") is spec  # someone else's: a real request to share it
+    assert spec.owning(None) is spec
