@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,6 @@ def test_spec_is_frozen() -> None:
 
 
 def test_owning_clears_only_the_stacks_own_load_balancer() -> None:
-    from dataclasses import replace
-
     spec = replace(rich_spec(), existing_lb_id="lb-own")
     assert spec.owning("lb-own").existing_lb_id is None
     assert spec.owning("lb-own").spec_hash() == replace(spec, existing_lb_id=None).spec_hash()
