@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.config import AuthConfig
@@ -56,6 +56,7 @@ __all__ = [
     "StackListing",
     "parse_stack_ls",
     "parse_tags_file",
+    "parse_time",
     "pending_creates",
     "provider_config",
     "secret_values",
@@ -180,7 +181,7 @@ def parse_stack_ls(text: str) -> list[StackListing]:
             StackListing(
                 name=qualified.rsplit("/", 1)[-1],
                 qualified=qualified,
-                last_update=_parse_time(entry.get("lastUpdate")),
+                last_update=parse_time(entry.get("lastUpdate")),
                 update_in_progress=entry.get("updateInProgress") is True,
                 resource_count=count if isinstance(count, int) and count >= 0 else None,
             )
@@ -188,13 +189,18 @@ def parse_stack_ls(text: str) -> list[StackListing]:
     return out
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """An ISO 8601 time (``Z`` allowed; without a zone: UTC, as Octavia prints them) or Unix
+    seconds, as an aware datetime; None for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=UTC)
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def parse_tags_file(text: str) -> dict[str, str] | None:

@@ -274,30 +274,28 @@ def list_stacks(engine: Engine) -> list[StackInfo]:
     return sorted(out, key=lambda info: info.stack)
 
 
+def _stack_cli(engine: Engine, stack: str, *args: str) -> str | None:
+    """stdout of ``pulumi stack <args> --stack <stack>`` run from the state folder; None when
+    it failed (the caller says what that means)."""
+    settings = engine.settings
+    done = subprocess.run(
+        [str(settings.toolchain.path("pulumi")), "stack", *args, "--stack", stack],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
 def last_operations(engine: Engine, infos: Sequence[StackInfo]) -> dict[str, str]:
     """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
     failed), eight at a time; keyed by stack name. Nothing is decrypted."""
-    settings = engine.settings
 
     def history(info: StackInfo) -> str:
-        done = subprocess.run(
-            [
-                str(settings.toolchain.path("pulumi")),
-                "stack",
-                "history",
-                "--json",
-                "--page-size",
-                "1",
-                "--stack",
-                info.qualified or info.stack,
-            ],
-            capture_output=True,
-            text=True,
-            cwd=settings.state_dir,
-            env=engine.env(),
-            check=False,
-        )
-        return done.stdout if done.returncode == 0 else ""
+        args = ("history", "--json", "--page-size", "1")
+        return _stack_cli(engine, info.qualified or info.stack, *args) or ""
 
     with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
         return {
@@ -319,25 +317,9 @@ def _file_tags(backend: str, name: str) -> dict[str, str] | None:
 
 
 def _cli_tags(engine: Engine, item: StackListing) -> dict[str, str] | None:
-    settings = engine.settings
-    done = subprocess.run(
-        [
-            str(settings.toolchain.path("pulumi")),
-            "stack",
-            "tag",
-            "ls",
-            "--json",
-            "--stack",
-            item.qualified,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=settings.state_dir,
-        env=engine.env(),
-        check=False,
-    )
+    out = _stack_cli(engine, item.qualified, "tag", "ls", "--json")
     try:
-        raw = json.loads(done.stdout) if done.returncode == 0 else None
+        raw = json.loads(out) if out is not None else None
     except ValueError:
         raw = None
     if not isinstance(raw, Mapping):

@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
-from reconciler.engine_plan import StackInfo
+from reconciler.engine_plan import StackInfo, parse_time
 from reconciler.terminal import Style
 
 __all__ = ["LastOperation", "StackRow", "parse_history", "render_json", "render_text", "row"]
@@ -56,18 +55,6 @@ class StackRow:
     resources: int | None
 
 
-def _time(value: Any) -> datetime | None:
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def parse_history(text: str) -> LastOperation | None:
     """The newest entry of ``pulumi stack history --json``; None when there is none or the
     text is not that output."""
@@ -82,7 +69,7 @@ def parse_history(text: str) -> LastOperation | None:
     return LastOperation(
         kind=str(entry.get("kind") or "?"),
         result=str(entry.get("result") or "?"),
-        end_time=_time(entry.get("endTime")) or _time(entry.get("startTime")),
+        end_time=parse_time(entry.get("endTime")) or parse_time(entry.get("startTime")),
         changes={str(k): int(v) for k, v in changes.items()} if isinstance(changes, dict) else {},
     )
 

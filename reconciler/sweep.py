@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from reconciler.engine_plan import StackInfo
+from reconciler.engine_plan import StackInfo, parse_time
 from reconciler.housekeeping import is_orphan
 from reconciler.model.naming import SERVICE_PREFIX
 from reconciler.sync import Action, ControllerSettings, decide
@@ -77,17 +77,6 @@ def service_of_lb_name(name: str, *, cluster_name: str) -> tuple[str, str] | Non
     if len(parts) != 2 or not all(parts):
         return None
     return parts[0], parts[1]
-
-
-def _created(lb: Mapping[str, Any]) -> datetime | None:
-    value = lb.get("created_at")
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)  # Octavia: UTC, no zone
 
 
 def plan_sweep(
@@ -148,7 +137,7 @@ def _keep_reason(
             return "its Service exists and has no stack: adopt it with `lb-reconciler adopt`"
         # OCCM beside us (other classes), or a Service on its way out: never ours to delete
         return "its Service exists and is not served by this controller"
-    created = _created(lb)
+    created = parse_time(lb.get("created_at"))
     if created is not None and (now - created).total_seconds() < min_age:
         return f"created less than {min_age:.0f}s ago"
     status = str(lb.get("provisioning_status") or "")
