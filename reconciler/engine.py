@@ -117,7 +117,7 @@ class EngineSettings:
 
     @property
     def backend(self) -> str:
-        return self.backend_url or (self.state_dir / "backend").as_uri()
+        return self.backend_url or (self.state_dir / "backend").absolute().as_uri()
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,7 @@ class Engine:
     def __init__(self, *, settings: EngineSettings) -> None:
         self.settings = settings
         self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
+        settings.state_dir.mkdir(parents=True, exist_ok=True)  # work folders; CLI calls run here
         if settings.backend.startswith("file://"):
             Path(unquote(urlsplit(settings.backend).path)).mkdir(parents=True, exist_ok=True)
         # The toolchain's own CLI, never whatever `pulumi` this process's PATH holds; checked
@@ -271,17 +272,16 @@ class ServiceStack:
         """What ``ensure(spec)`` would do, resource by resource, changing nothing.
 
         ``imports`` ({logical name: cloud ID}) previews adopting existing objects. The stack is
-        left as it was: the spec in its config is put back, and a stack that did not exist
-        (a new Service) is removed again with its work folder.
+        left as it was: its state is not written (what a crash left pending is looked up, as
+        ``ensure`` would, but not repaired), its config file is put back byte for byte, and a
+        stack that did not exist (a new Service) is removed again with its work folder.
         """
-        existed = self._open(create=False) is not None
-        stack = self._open(create=True)
+        stack = self._open(create=False)
+        existed = stack is not None
+        config_file = self.work_dir / f"Pulumi.{self.name}.yaml"
+        saved_config = config_file.read_bytes() if existed and config_file.exists() else None
+        stack = stack or self._open(create=True)
         assert stack is not None
-        spec_key = f"{CONFIG_NAMESPACE}:{SPEC_KEY}"
-        try:
-            before = stack.get_config(spec_key).value if existed else None
-        except auto.CommandError:
-            before = None
         steps: list[ResourceStep] = []
 
         def on_event(event: auto.EngineEvent) -> None:
@@ -292,8 +292,11 @@ class ServiceStack:
         try:
             tags = stack.list_tags() if existed else self._wanted_tags()
             spec = spec_for_stack(spec, tags=tags)
-            self._recover(stack)
-            saved, self._imports = self._imports, {**self._imports, **dict(imports or {})}
+            pending = recover_pending(
+                stack=stack, stack_name=self.name, rest=self.engine.rest(), repair=False
+            )
+            saved, self._imports = self._imports, {**self._imports, **(pending or {})}
+            self._imports.update(imports or {})
             try:
                 self._configure(stack, spec)
             finally:
@@ -304,24 +307,43 @@ class ServiceStack:
                 doing="preview",
             )
         finally:
-            self._restore_after_preview(stack, existed=existed, spec_json=before)
+            self._restore_after_preview(stack, existed=existed, config=saved_config)
         counts = {str(k): int(v) for k, v in result.change_summary.items()}
         return PreviewOutcome(counts, tuple(steps))
 
     def _restore_after_preview(
-        self, stack: auto.Stack, *, existed: bool, spec_json: str | None
+        self, stack: auto.Stack, *, existed: bool, config: bytes | None
     ) -> None:
         if not existed:
             with contextlib.suppress(auto.CommandError):
                 stack.workspace.remove_stack(self.name)
             shutil.rmtree(self.work_dir, ignore_errors=True)
             return
+        if config is not None:  # as it was: secrets keep their ciphertext
+            (self.work_dir / f"Pulumi.{self.name}.yaml").write_bytes(config)
+            return
+        # No config file here before (another machine's state dir, same backend): drop what
+        # the preview set apart from the provider's credentials, which any operation sets.
+        keys = [f"{CONFIG_NAMESPACE}:{k}" for k in (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY)]
         with contextlib.suppress(auto.CommandError):
-            if spec_json is not None:
-                stack.set_config(f"{CONFIG_NAMESPACE}:{SPEC_KEY}", auto.ConfigValue(spec_json))
-            stack.set_config(
-                f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue(json.dumps(self._imports))
-            )
+            stack.remove_all_config(keys)
+
+    def applied_spec(self) -> LoadBalancerSpec | None:
+        """The spec of the last successful ``up`` (the stack's ``spec`` output); None when there
+        is no stack or no such output."""
+        stack = self._open(create=False)
+        if stack is None:
+            return None
+        try:
+            text = self._outputs(stack).get("spec")
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading outputs") from None
+        if not text:
+            return None
+        try:
+            return LoadBalancerSpec.from_dict(json.loads(str(text)))
+        except (ValueError, TypeError, KeyError):
+            return None
 
     def refresh(self) -> dict[str, int]:
         """Read the cloud back into the state; drift makes the next ``ensure`` run ``up``."""

@@ -2,8 +2,9 @@
 
 The engine listens to Pulumi's engine events during ``preview`` and turns each
 ``ResourcePreEvent`` into a :class:`ResourceStep` (pure: :func:`step_from_event`). Property values
-are taken from the step's old and new *inputs*; secret values (Pulumi's secret envelope) are
-never copied, only marked ``"[secret]"``.
+are taken from the step's old and new *inputs*; an old input that was not set (the cloud chose
+the value, as a floating IP's address) is taken from the old *outputs*, the value in the cloud
+now. Secret values (Pulumi's secret envelope) are never copied, only marked ``"[secret]"``.
 """
 
 from __future__ import annotations
@@ -97,25 +98,26 @@ def _logical_name(urn: str) -> str:
 def step_from_event(meta: events.StepEventMetadata) -> ResourceStep:
     """One engine step as data (no secret value is copied)."""
     old_inputs = meta.old.inputs if meta.old is not None else None
+    old_outputs = meta.old.outputs if meta.old is not None else None
     new_inputs = meta.new.inputs if meta.new is not None else None
+
+    def old(path: str) -> Any:
+        """The old input; when it was not set (the cloud chose it, such as a floating IP's
+        address), the value the cloud has now, from the old outputs."""
+        value = _lookup(old_inputs, path)
+        return _lookup(old_outputs, path) if value is None else value
+
     changes: list[PropertyChange] = []
     if meta.detailed_diff:
         for path, diff in sorted(meta.detailed_diff.items()):
             changes.append(
-                PropertyChange(
-                    path,
-                    diff.diff_kind.value,
-                    _lookup(old_inputs, path),
-                    _lookup(new_inputs, path),
-                )
+                PropertyChange(path, diff.diff_kind.value, old(path), _lookup(new_inputs, path))
             )
     elif meta.diffs:
         replace = set(meta.keys or ())
         for path in sorted(meta.diffs):
             kind = "update-replace" if path in replace else "update"
-            changes.append(
-                PropertyChange(path, kind, _lookup(old_inputs, path), _lookup(new_inputs, path))
-            )
+            changes.append(PropertyChange(path, kind, old(path), _lookup(new_inputs, path)))
     old_id = meta.old.id if meta.old is not None else None
     return ResourceStep(
         name=_logical_name(meta.urn),

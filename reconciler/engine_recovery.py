@@ -116,12 +116,13 @@ def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
 
 
 def recover_pending(
-    *, stack: auto.Stack, stack_name: str, rest: OpenStackRest
+    *, stack: auto.Stack, stack_name: str, rest: OpenStackRest, repair: bool = True
 ) -> dict[str, str] | None:
     """Resolve what an interrupted operation left in the state.
 
     Returns None when nothing was pending; else the imports for the next ``up``
     (logical name -> cloud ID), after dropping the pending operations from the state.
+    ``repair=False`` (a preview) only looks: the state is left as it is.
     """
     deployment = stack.export_stack()
     state: dict[str, Any] = dict(deployment.deployment or {})
@@ -138,6 +139,9 @@ def recover_pending(
         if fresh:
             imports.append((pending.urn, fresh[0]))
             known.add(fresh[0])
+    found = {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+    if not repair:
+        return found
     log.warning(
         "stack %s: %d pending operations after a crash; importing %d",
         stack_name,
@@ -149,7 +153,7 @@ def recover_pending(
     # declares them with `import_`), so they are adopted, not created a second time.
     state["pending_operations"] = []
     stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
-    return {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+    return found
 
 
 # --- hanging operations -----------------------------------------------------------------------

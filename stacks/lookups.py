@@ -23,6 +23,7 @@ two cases are told apart by the message. Errors that the user must fix raise
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pulumi_openstack as openstack
@@ -54,8 +55,15 @@ class InvalidSpecError(Exception):
 
 
 def _no_result(exc: Exception) -> bool:
+    """The provider's "nothing matched": "Your query returned no results", "... not found", and
+    "No openstack_networking_floatingip_v2 found" (getFloatingIp)."""
     text = str(exc).lower()
-    return "no results" in text or "not found" in text or "no networking" in text
+    return (
+        "no results" in text
+        or "not found" in text
+        or "no networking" in text
+        or re.search(r"\bno openstack_\w+ found", text) is not None
+    )
 
 
 def _many_results(exc: Exception) -> bool:

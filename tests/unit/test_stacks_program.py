@@ -134,3 +134,14 @@ def test_spec_round_trips_through_config_json(config: Any) -> None:
     again = LoadBalancerSpec.from_dict(json.loads(spec.canonical_json()))
     assert again == spec
     assert again.spec_hash() == spec.spec_hash()
+
+
+def test_the_providers_not_found_messages_are_no_result() -> None:
+    """getFloatingIp says "No openstack_networking_floatingip_v2 found" when no floating IP has
+    the address (a loadBalancerIP not allocated yet): the program then creates it."""
+    from stacks.lookups import _no_result
+
+    invoke = "invoking openstack:networking/getFloatingIp:getFloatingIp: 1 error occurred:\n\t* "
+    assert _no_result(Exception(invoke + "No openstack_networking_floatingip_v2 found"))
+    assert _no_result(Exception("Your query returned no results."))
+    assert not _no_result(Exception(invoke + "Unauthorized"))

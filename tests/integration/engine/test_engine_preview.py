@@ -1,0 +1,104 @@
+"""``ServiceStack.preview``: Pulumi's steps as data, and nothing changed by looking.
+
+A new Service previews as creates and leaves no stack and no work folder. An existing stack's
+preview reports the property that changes (old -> new, an unset input read from the cloud's
+value), leaves the config file byte for byte as it was, and does not touch the state: a pending
+operation a crash left there is still there afterwards, for the next ``ensure`` to recover.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from reconciler.engine_preview import PropertyChange
+from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
+
+A = "loadbalancer.openstack.org/"
+
+
+def checkpoint(env: Env, stack_name: str) -> Path:
+    return env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack_name}.json"
+
+
+def pending(env: Env, stack_name: str) -> list[dict[str, Any]]:
+    latest = json.loads(checkpoint(env, stack_name).read_text())["checkpoint"]["latest"]
+    ops: list[dict[str, Any]] = latest.get("pending_operations") or []
+    return ops
+
+
+def leave_a_pending_create(env: Env, stack_name: str) -> None:
+    """What a SIGKILLed ``up`` leaves (see test_engine_crash): a create the state never saw
+    finish, here of a second listener that the cloud does not have."""
+    path = checkpoint(env, stack_name)
+    doc = json.loads(path.read_text())
+    latest = doc["checkpoint"]["latest"]
+    listener = next(r for r in latest["resources"] if r["urn"].endswith("::listener-tcp-80"))
+    ghost = copy.deepcopy(listener)
+    ghost["urn"] = ghost["urn"].replace("listener-tcp-80", "listener-tcp-443")
+    ghost["inputs"].update(protocolPort=443, name="listener_1_ghost")
+    for key in ("id", "outputs"):
+        ghost.pop(key, None)
+    latest["pending_operations"] = [{"resource": ghost, "type": "creating"}]
+    path.write_text(json.dumps(doc))
+
+
+def test_preview_of_a_new_service_leaves_nothing_behind(env: Env) -> None:
+    config = env.config()
+    spec = spec_for(service("fresh"), config)
+    engine = env.engine(config)
+    stack = engine.stack(service=spec.service)
+    outcome = stack.preview(spec)
+    assert outcome.changed
+    creates = {
+        s.name for s in outcome.steps if s.op == "create" and not s.type.startswith("pulumi")
+    }
+    assert creates == {
+        "lb", "listener-tcp-80", "pool-tcp-80", "members-tcp-80", "fip", "fip-association"
+    }  # fmt: skip
+    assert engine.stacks() == []
+    assert not stack.work_dir.exists()
+    assert not checkpoint(env, f"{CLUSTER}.default.fresh").exists()
+    assert stack.applied_spec() is None
+    assert env.cloud.lbs() == []
+
+
+def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env) -> None:
+    config = env.config()
+    spec = spec_for(service("kept"), config)
+    engine = env.engine(config)
+    stack = engine.stack(service=spec.service)
+    fip = stack.ensure(spec).outputs["floating_ip"]
+    try:
+        assert stack.applied_spec() == spec
+        config_file = stack.work_dir / f"Pulumi.{stack.name}.yaml"
+        before = config_file.read_bytes()
+        leave_a_pending_create(env, stack.name)
+
+        limited = spec_for(service("kept", annotations={A + "connection-limit": "10"}), config)
+        outcome = stack.preview(limited)
+        (step,) = outcome.steps
+        assert (step.name, step.op) == ("listener-tcp-80", "update")
+        assert step.changes == (PropertyChange("connectionLimit", "update", -1, 10),)
+        assert outcome.changes == {"update": 1, "same": 6}
+
+        moved = spec_for(service("kept", loadBalancerIP="172.24.4.99"), config)
+        fips = [s for s in stack.preview(moved).steps if s.name == "fip"]
+        assert {s.op for s in fips} == {"delete-replaced", "replace", "create-replacement"}
+        # the address was the cloud's choice (no input): the old value is the cloud's
+        assert fips[-1].changes == (
+            PropertyChange("address", "update-replace", fip, "172.24.4.99"),
+        )
+
+        assert config_file.read_bytes() == before
+        assert len(pending(env, stack.name)) == 1  # looked at, not repaired
+        assert [i.key for i in engine.stacks()] == ["default/kept"]
+
+        # the next ensure recovers the crash as always, and applies the change
+        assert stack.ensure(limited).changed
+        assert pending(env, stack.name) == []
+        assert [li["connection_limit"] for li in env.cloud.inventory()["listeners"]] == [10]
+    finally:
+        stack.delete()
