@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reconciler.kube import service_account_kubeconfig
@@ -69,11 +69,21 @@ def wait(
 
 class Demo:
     def __init__(
-        self, *, toolchain: Toolchain, plane: LocalControlPlane, emulator_topo: dict[str, str]
+        self,
+        *,
+        toolchain: Toolchain,
+        plane: LocalControlPlane,
+        emulator_topo: dict[str, str],
+        cluster: str = CLUSTER,
+        load_balancer_options: Sequence[str] = (),
     ):
+        """``load_balancer_options``: extra ``[LoadBalancer]`` lines of cloud.conf
+        (``create-monitor = true``); ``cluster``: ``--cluster-name`` (bench/ reuses this)."""
         self.toolchain = toolchain
         self.plane = plane
         self.topo = emulator_topo
+        self.cluster = cluster
+        self.load_balancer_options = tuple(load_balancer_options)
         self.folder = plane.folder / "demo"
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state = self.folder / "state"
@@ -137,12 +147,16 @@ class Demo:
             f"tenant-domain-name = {t['project_domain_name']}\nregion = {t['region_name']}\n"
             "\n[LoadBalancer]\n"
             f"subnet-id = {t['subnet_id']}\nfloating-network-id = {t['external_network_id']}\n"
+            + "".join(f"{line}\n" for line in self.load_balancer_options)
         )
         path.chmod(0o600)
         return path
 
-    def start_controller(self, kube: KubeApi) -> subprocess.Popen[bytes]:
-        """``lb-reconciler run`` as ServiceAccount lb-reconciler (deploy/), logs to a file."""
+    def start_controller(
+        self, kube: KubeApi, *, extra_args: Sequence[str] = ()
+    ) -> subprocess.Popen[bytes]:
+        """``lb-reconciler run`` as ServiceAccount lb-reconciler (deploy/), logs to a file;
+        ``extra_args`` are appended to its command line (``--workers 8``)."""
         self.add_nodes(kube)
         self.kubectl("apply", "-f", str(DEPLOY / "rbac.yaml"), show=False)
         kubeconfig = service_account_kubeconfig(
@@ -167,12 +181,13 @@ class Demo:
                 "--state-dir",
                 str(self.state),
                 "--cluster-name",
-                CLUSTER,
+                self.cluster,
                 "--leader-elect",
                 "--http-address",
                 "127.0.0.1:0",
                 "--log-format",
                 "json",
+                *extra_args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -210,9 +225,9 @@ def run_flow(demo: Demo, kube: KubeApi, lbs: Callable[[], list[str]]) -> None:
     wait("EXTERNAL-IP", ip, detail="(pulumi up: load balancer, listener, pool, members)")
     demo.kubectl("get", "service", "example-service")
     say("the Service's Pulumi stack, with the plain pulumi CLI on the same backend")
-    demo.pulumi("stack", "ls", "--tag", f"lbr:cluster={CLUSTER}")
+    demo.pulumi("stack", "ls", "--tag", f"lbr:cluster={demo.cluster}")
     for output in ("lb_id", "floating_ip", "vip_address"):
-        demo.pulumi("stack", "output", "-s", f"{CLUSTER}.default.example-service", output)
+        demo.pulumi("stack", "output", "-s", f"{demo.cluster}.default.example-service", output)
     say(f"load balancers in the cloud: {lbs()}")
     say("deleting the Service: kubectl waits while the finalizer holds it")
     started = time.monotonic()
