@@ -17,14 +17,17 @@ from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 
 if TYPE_CHECKING:
     from reconciler.engine import Engine
+    from reconciler.sync import ControllerSettings
 
 __all__ = [
     "EXIT_CHANGES",
     "EXIT_INVALID",
     "EXIT_OK",
     "CommandError",
+    "add_class_options",
     "add_kube_options",
     "add_stack_options",
+    "controller_settings",
     "list_cluster",
     "load_cloud_config",
     "open_engine",
@@ -71,6 +74,31 @@ def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True
 
 def add_kube_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, else in-cluster")
+
+
+def add_class_options(p: argparse.ArgumentParser) -> None:
+    """Which Services are the controller's: its own flags, so that "ours" means the same."""
+    p.add_argument(
+        "--load-balancer-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="the controller's --load-balancer-class values (repeatable)",
+    )
+    p.add_argument(
+        "--only-owned-classes", action="store_true", help="the controller's --only-owned-classes"
+    )
+
+
+def controller_settings(args: argparse.Namespace) -> ControllerSettings:
+    """The controller's settings from ``add_stack_options`` + ``add_class_options`` flags."""
+    from reconciler.sync import ControllerSettings
+
+    return ControllerSettings(
+        cluster_name=args.cluster_name,
+        owned_classes=frozenset(args.load_balancer_class),
+        serve_default=not args.only_owned_classes,
+    )
 
 
 def list_cluster(args: argparse.Namespace, path: str) -> list[dict[str, Any]]:

@@ -21,8 +21,10 @@ from typing import Any, NoReturn
 from reconciler.cli_common import (
     EXIT_INVALID,
     CommandError,
+    add_class_options,
     add_kube_options,
     add_stack_options,
+    controller_settings,
     list_cluster,
     load_cloud_config,
     open_engine,
@@ -122,25 +124,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--output", "-o", choices=("text", "json", "markdown"), default="text")
     add_stack_options(p)
     add_kube_options(p)
-    p.add_argument(
-        "--load-balancer-class",
-        action="append",
-        default=[],
-        metavar="CLASS",
-        help="the controller's --load-balancer-class values (repeatable)",
-    )
-    p.add_argument(
-        "--only-owned-classes", action="store_true", help="the controller's --only-owned-classes"
-    )
+    add_class_options(p)
     p.set_defaults(func=cmd_preview)
-
-
-def _settings(args: argparse.Namespace) -> ControllerSettings:
-    return ControllerSettings(
-        cluster_name=args.cluster_name,
-        owned_classes=frozenset(args.load_balancer_class),
-        serve_default=not args.only_owned_classes,
-    )
 
 
 def _nodes(args: argparse.Namespace) -> tuple[list[Mapping[str, Any]], list[str]]:
@@ -214,7 +199,7 @@ def _preview_one(
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = controller_settings(args)
     loaded = load(args.filename, stdin=sys.stdin)
     targets, skipped, selected = select_services(
         loaded.documents, settings=settings, namespace=args.namespace

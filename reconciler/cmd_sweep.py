@@ -14,8 +14,10 @@ from reconciler.cli_common import (
     EXIT_INVALID,
     EXIT_OK,
     CommandError,
+    add_class_options,
     add_kube_options,
     add_stack_options,
+    controller_settings,
     list_cluster,
     load_cloud_config,
     open_engine,
@@ -23,7 +25,6 @@ from reconciler.cli_common import (
 from reconciler.engine_errors import EngineError
 from reconciler.openstack_rest import OpenStackRestError
 from reconciler.sweep import SweepPlan, plan_sweep
-from reconciler.sync import ControllerSettings
 from reconciler.terminal import Style, progress
 
 __all__ = ["register"]
@@ -57,16 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_stack_options(p)
     add_kube_options(p)
-    p.add_argument(
-        "--load-balancer-class",
-        action="append",
-        default=[],
-        metavar="CLASS",
-        help="the controller's --load-balancer-class values (repeatable)",
-    )
-    p.add_argument(
-        "--only-owned-classes", action="store_true", help="the controller's --only-owned-classes"
-    )
+    add_class_options(p)
     p.add_argument(
         "--min-age",
         type=float,
@@ -82,11 +74,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_cloud_config(args.cloud_config)
     engine = open_engine(args, config, decrypts=args.delete)
-    settings = ControllerSettings(
-        cluster_name=args.cluster_name,
-        owned_classes=frozenset(args.load_balancer_class),
-        serve_default=not args.only_owned_classes,
-    )
+    settings = controller_settings(args)
     rest = engine.rest()
     try:
         with progress("listing stacks, Services and load balancers"):
