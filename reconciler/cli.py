@@ -308,10 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     emu.set_defaults(func=cmd_emulator)
 
     # the user's side: each command's module adds its own parser
-    from reconciler import cmd_preview, cmd_stacks, cmd_sweep
+    from reconciler import cmd_adopt, cmd_preview, cmd_stacks, cmd_sweep
 
     cmd_stacks.register(sub)
     cmd_sweep.register(sub)
+    cmd_adopt.register(sub)
     cmd_preview.register(sub)
     return parser
 

@@ -1,11 +1,13 @@
 """A very small OpenStack REST client for what the engine must do outside a Pulumi program.
 
-Two jobs only, both about objects that no stack state records:
+A few jobs, all about objects that no stack state records:
 
 * after a crash, find the objects of *pending creates* by name (or description), so they can be
   imported into the stack instead of leaking (:meth:`OpenStackRest.find_ids`);
 * shared load balancers: who else has listeners on one (:meth:`listener_tags`), and deleting a
-  load balancer that its owner's stack released once its last Service is gone.
+  load balancer that its owner's stack released once its last Service is gone;
+* ``lb-reconciler adopt``: reading an OCCM load balancer and its children, its floating IP and
+  security group (GETs only), so that they can be imported into the Service's stack.
 
 Keystone v3 password or application-credential authentication from cloud.conf ``[Global]``, the
 catalog's public endpoints in the configured region; JSON over ``urllib`` (no extra dependency).
@@ -238,3 +240,43 @@ class OpenStackRest:
 
     def delete_floating_ip(self, fip_id: str) -> None:
         self._send("DELETE", self._url("network", f"v2.0/floatingips/{fip_id}"))
+
+    # --- read-only lookups of an OCCM load balancer, for `lb-reconciler adopt` ---------------
+
+    def _get_one(self, service: str, path: str, key: str) -> dict[str, Any] | None:
+        """One object by its path; None when the cloud answers 404."""
+        try:
+            _status, _headers, payload = self._send("GET", self._url(service, path))
+        except OpenStackRestError as exc:
+            if "HTTP 404" in str(exc):
+                return None
+            raise
+        found: dict[str, Any] = payload[key]
+        return found
+
+    def load_balancers_named(self, name: str) -> list[dict[str, Any]]:
+        """The load balancers with exactly this name (Octavia does not make names unique)."""
+        url = self._url("load-balancer", "v2/lbaas/loadbalancers", {"name": name})
+        _status, _headers, payload = self._send("GET", url)
+        return [lb for lb in payload.get("loadbalancers", []) if lb.get("name") == name]
+
+    def listener(self, listener_id: str) -> dict[str, Any] | None:
+        return self._get_one("load-balancer", f"v2/lbaas/listeners/{listener_id}", "listener")
+
+    def pool(self, pool_id: str) -> dict[str, Any] | None:
+        return self._get_one("load-balancer", f"v2/lbaas/pools/{pool_id}", "pool")
+
+    def pool_members(self, pool_id: str) -> list[dict[str, Any]]:
+        url = self._url("load-balancer", f"v2/lbaas/pools/{pool_id}/members")
+        _status, _headers, payload = self._send("GET", url)
+        found: list[dict[str, Any]] = payload.get("members", [])
+        return found
+
+    def health_monitor(self, monitor_id: str) -> dict[str, Any] | None:
+        path = f"v2/lbaas/healthmonitors/{monitor_id}"
+        return self._get_one("load-balancer", path, "healthmonitor")
+
+    def security_groups_named(self, name: str) -> list[dict[str, Any]]:
+        url = self._url("network", "v2.0/security-groups", {"name": name})
+        _status, _headers, payload = self._send("GET", url)
+        return [g for g in payload.get("security_groups", []) if g.get("name") == name]

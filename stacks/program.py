@@ -66,6 +66,8 @@ SPEC_KEY = "spec"
 RELEASE_KEY = "release-load-balancer"
 # Set by the engine after a crash: {logical name: cloud ID} of objects created by an interrupted
 # `up` that never reached the state; they are declared with `import_` so they are adopted.
+# `lb-reconciler adopt` sets it to OCCM's objects (members import by pool id, the floating-IP
+# association by floating IP id).
 IMPORTS_KEY = "imports"
 
 
@@ -201,7 +203,7 @@ def _chain(
                 )
                 for m in pool_spec.members
             ],
-            opts=child.merge(pulumi.ResourceOptions(depends_on=[pool])),
+            opts=_adopt(f"members-{key}", child.merge(pulumi.ResourceOptions(depends_on=[pool]))),
         )
     mon = pool_spec.monitor
     if mon is not None:
@@ -254,7 +256,7 @@ def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> pulum
         "fip-association",
         floating_ip=address,
         port_id=lb.vip_port_id,
-        opts=pulumi.ResourceOptions(retain_on_delete=release),
+        opts=_adopt("fip-association", pulumi.ResourceOptions(retain_on_delete=release)),
     )
     return address
 
@@ -321,7 +323,8 @@ def declare(
 
 
 def _adopt(name: str, opts: pulumi.ResourceOptions | None = None) -> pulumi.ResourceOptions:
-    """``opts`` plus ``import_`` when the engine found this object in the cloud after a crash."""
+    """``opts`` plus ``import_`` when the engine found this object in the cloud (after a crash,
+    or OCCM's, for ``lb-reconciler adopt``)."""
     ident = _IMPORTS.get().get(name)
     extra = pulumi.ResourceOptions(import_=ident) if ident else pulumi.ResourceOptions()
     return (opts or pulumi.ResourceOptions()).merge(extra)

@@ -1,0 +1,146 @@
+"""Adopting existing cloud objects into a stack, all or nothing (``lb-reconciler adopt --apply``).
+
+:meth:`ServiceStack.ensure` with ``imports`` runs one ``up`` that imports the found objects and
+creates what the Service asks for beyond them. If that ``up`` fails, Pulumi keeps what it did
+so far: the objects imported before the failure are in the state, the others are not. Such a
+half-adopted stack is dangerous: the controller's next ``up`` (which knows nothing of the
+imports) would *create* the missing ones again, a second floating IP or listener beside OCCM's.
+So :func:`adopt` undoes a failed adoption unless every import reached the state:
+
+* the objects this ``up`` created (a listener for a port OCCM never served, a new monitor ...)
+  are destroyed (``destroy --target``); batch members and floating-IP associations are not
+  destroyed (their pool or floating IP existed before, or goes with its own destroy), nor are
+  security-group port associations of a group that existed before (removing them would take
+  OCCM's group off the Nodes);
+* the state is put back as it was: a stack that did not exist is removed (``stack rm --force``,
+  which leaves the cloud alone, with its work folder), an existing one gets its earlier
+  deployment back (``stack import``). The imported objects are thereby forgotten, untouched.
+
+If every import reached the state the stack is left as it is: it is a stack whose last ``up``
+failed (no ``lbr:spec-hash``), which the controller's next sync completes like any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pulumi import automation as auto
+
+from reconciler.engine_errors import EngineError
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
+
+if TYPE_CHECKING:
+    from reconciler.engine import EnsureResult, ServiceStack
+    from reconciler.model.spec import LoadBalancerSpec
+
+__all__ = ["AdoptionFailedError", "adopt", "held_resources", "resources_of", "rollback_targets"]
+
+# Kept on rollback: idempotent batch/association resources (see the module docstring).
+_KEEP_TYPES = (
+    "openstack:loadbalancer/members:Members",
+    "openstack:networking/floatingIpAssociate:FloatingIpAssociate",
+)
+_PORT_SG = "openstack:networking/portSecGroupAssociate:PortSecGroupAssociate"
+
+
+class AdoptionFailedError(Exception):
+    """The adoption's ``up`` failed. ``rolled_back``: the stack was put back as it was."""
+
+    def __init__(self, message: str, *, rolled_back: bool) -> None:
+        super().__init__(message)
+        self.rolled_back = rolled_back
+
+
+def _name(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+def resources_of(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """{logical name: cloud ID} of the cloud objects in a deployment (``stack export``)."""
+    return {
+        _name(str(r.get("urn", ""))): str(r.get("id") or "")
+        for r in deployment.get("resources") or ()
+        if r.get("custom") and not str(r.get("type", "")).startswith("pulumi:")
+    }
+
+
+def rollback_targets(deployment: Mapping[str, Any], imports: Mapping[str, str]) -> list[str]:
+    """The URNs a failed adoption must destroy: what it created, not what it imported."""
+    out = []
+    for r in deployment.get("resources") or ():
+        rtype, urn = str(r.get("type", "")), str(r.get("urn", ""))
+        if not r.get("custom") or rtype.startswith("pulumi:") or _name(urn) in imports:
+            continue
+        if rtype in _KEEP_TYPES or (rtype == _PORT_SG and "sg" in imports):
+            continue
+        out.append(urn)
+    return out
+
+
+def held_resources(stack: ServiceStack) -> dict[str, str] | None:
+    """The cloud objects ``stack`` holds; None when there is no such stack (and then no work
+    folder is left behind either)."""
+    had_folder = stack.work_dir.exists()
+    opened = stack._open(create=False)
+    if opened is None:
+        if not had_folder:
+            shutil.rmtree(stack.work_dir, ignore_errors=True)
+        return None
+    return resources_of(opened.export_stack().deployment or {})
+
+
+def adopt(
+    stack: ServiceStack, spec: LoadBalancerSpec, *, imports: Mapping[str, str]
+) -> EnsureResult:
+    """``stack.ensure(spec, imports=imports)``; undone when it fails before every import is in
+    the state (:class:`AdoptionFailedError` says which)."""
+    opened = stack._open(create=False)
+    before = opened.export_stack() if opened is not None else None
+    try:
+        return stack.ensure(spec, imports=imports)
+    except EngineError as exc:
+        failure = str(exc)
+    current = stack._open(create=False)
+    deployment = (current.export_stack().deployment if current is not None else None) or {}
+    held = resources_of(deployment)
+    if current is None or all(held.get(n) == i for n, i in imports.items()):
+        raise AdoptionFailedError(
+            f"{failure}; every found object is in the stack now, and the controller's next "
+            "sync finishes the rest",
+            rolled_back=False,
+        )
+    targets = rollback_targets(deployment, imports)
+    try:
+        if targets:
+            stack._deadline(
+                lambda: current.destroy(target=targets, target_dependents=True, on_output=_quiet),
+                stack=current,
+                doing="rollback",
+            )
+        if before is None:
+            current.workspace.remove_stack(stack.name, force=True)
+            shutil.rmtree(stack.work_dir, ignore_errors=True)
+        else:
+            current.import_stack(before)
+            with contextlib.suppress(auto.CommandError):
+                current.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
+    except (EngineError, auto.CommandError) as exc:
+        raise AdoptionFailedError(
+            f"{failure}; undoing it failed too ({exc}): stack {stack.name} holds part of the "
+            "adoption; do not start the controller on it before `lb-reconciler adopt --apply` "
+            "succeeded",
+            rolled_back=False,
+        ) from None
+    created = f", and destroyed what it had created ({len(targets)})" if targets else ""
+    raise AdoptionFailedError(
+        f"{failure}; undone: the stack is as it was before{created}; the objects found are "
+        "left in the cloud",
+        rolled_back=True,
+    )
+
+
+def _quiet(_line: str) -> None:
+    """Pulumi's progress output is not printed (it may quote inputs)."""

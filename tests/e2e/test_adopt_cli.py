@@ -1,0 +1,241 @@
+"""``lb-reconciler adopt`` end to end: the command as a user runs it, against a real
+kube-apiserver and the emulator, then the real controller on the adopted stacks.
+
+Two Services as OCCM leaves them (its load balancer made the OCCM way with openstacksdk, the
+``load-balancer-id`` annotation, the finalizer, the status with the floating IP): ``web``
+matches its Service, ``legacy`` has another lb-method than the Service asks for. The dry run
+shows the imports, refuses ``legacy`` and changes nothing; ``--apply`` adopts ``web`` (and
+``legacy`` with ``--allow-updates``); the controller then syncs both without changing the
+cloud (same load balancers, floating IPs, listeners), and deleting the Services deletes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.server import EmulatorHandle, start
+from emulator.timing import INSTANT
+from reconciler.backend import PulumiEngine
+from reconciler.cli import main
+from reconciler.config import Secret, parse_cloud_conf
+from reconciler.controller import Controller
+from reconciler.engine import Engine, EngineSettings
+from reconciler.kube import api_client
+from reconciler.kubeio import KubeApi, KubeError
+from reconciler.localplane import LocalControlPlane
+from reconciler.model import FINALIZER, build_spec
+from reconciler.queue import Backoff
+from reconciler.sync import ID_ANNOTATION, ControllerSettings
+from reconciler.toolchain import Toolchain
+from tests import occm
+from tests.e2e.test_controller import ensure_nodes, wait_for
+from tests.emulated import EmulatorAdmin, cloud_conf_text
+
+pytestmark = pytest.mark.e2e
+CLUSTER = "e2e"
+PASSPHRASE = "adopt-e2e-passphrase"
+
+
+@pytest.fixture
+def emu() -> Iterator[EmulatorHandle]:
+    handle = start(config=EmulatorConfig(timing=INSTANT))
+    yield handle
+    handle.stop()
+
+
+def make_service(kube: KubeApi, ns: str, name: str) -> dict[str, Any]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "finalizers": [FINALIZER]},  # OCCM's, and ours
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"app": name},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        },
+    }
+    return kube.create(f"/api/v1/namespaces/{ns}/services", body)
+
+
+def test_adopt_command_then_the_controller(
+    control_plane: LocalControlPlane,
+    toolchain: Toolchain,
+    emu: EmulatorHandle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topo = emu.topology()
+    cloud = EmulatorAdmin(emu)
+    conf_text = cloud_conf_text(topo, f"subnet-id = {topo['subnet_id']}")
+    conf_file = tmp_path / "cloud.conf"
+    conf_file.write_text(conf_text)
+    parsed = parse_cloud_conf(text=conf_text)
+    assert parsed.config is not None
+    config = parsed.config
+    state = tmp_path / "state"
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+    ensure_nodes(kube)
+    ns = f"adopt-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    conn = occm.connect(topo)
+
+    # -- the cluster as OCCM left it ---------------------------------------------------------
+    nodes = kube.list("/api/v1/nodes")["items"]
+    made: dict[str, occm.OccmLoadBalancer] = {}
+    for name, method in (("web", "ROUND_ROBIN"), ("legacy", "LEAST_CONNECTIONS")):
+        svc = make_service(kube, ns, name)
+        node_port = svc["spec"]["ports"][0]["nodePort"]
+        built = build_spec(service=svc, nodes=nodes, config=config, cluster_name=CLUSTER)
+        assert built.spec is not None, built.errors
+        members = [(m.name, m.address) for m in built.spec.listeners[0].pool.members]
+        made[name] = occm.make(
+            conn,
+            topo,
+            cluster=CLUSTER,
+            namespace=ns,
+            name=name,
+            ports=[occm.Port("TCP", 80, node_port, monitor=False, lb_algorithm=method)],
+            nodes=members,
+        )
+        path = f"/api/v1/namespaces/{ns}/services/{name}"
+        kube.patch(path, {"metadata": {"annotations": {ID_ANNOTATION: made[name].lb_id}}})
+        ingress = [{"ip": made[name].fip_address, "ipMode": "VIP"}]
+        kube.patch(path + "/status", {"status": {"loadBalancer": {"ingress": ingress}}})
+
+    def adopt(*extra: str) -> tuple[int, str]:
+        code = main(
+            [
+                "adopt",
+                "--kubeconfig",
+                str(control_plane.kubeconfig),
+                "--cloud-config",
+                str(conf_file),
+                "--state-dir",
+                str(state),
+                "--cluster-name",
+                CLUSTER,
+                *extra,
+            ]
+        )
+        out, _err = capsys.readouterr()
+        (tmp_path / "outputs.txt").open("a").write(f"$ adopt {' '.join(extra)}\n{out}\n")
+        return code, out
+
+    engine = Engine(
+        settings=EngineSettings(
+            cluster_name=CLUSTER,
+            state_dir=state,
+            auth=config.auth,
+            toolchain=toolchain,
+            passphrase=Secret(PASSPHRASE),
+        )
+    )
+    controller: Controller | None = None
+    try:
+        before = occm.snapshot(cloud.inventory())
+
+        # -- dry run: web adoptable, legacy refused (exit 1), nothing changed ---------------
+        code, out = adopt("--namespace", ns)
+        assert code == 1, out
+        assert f"{ns}/web: adoptable  load balancer kube_service_e2e_{ns}_web" in out
+        assert f"{ns}/legacy: refused" in out
+        assert "lbMethod 'LEAST_CONNECTIONS' -> 'ROUND_ROBIN'" in out
+        assert "1 adoptable, 1 refused" in out
+        code, out = adopt(f"{ns}/web", "--output", "json")
+        assert code == 2, out
+        (web,) = json.loads(out)
+        assert {i["name"]: i["id"] for i in web["imports"]} == {
+            "lb": made["web"].lb_id,
+            "listener-tcp-80": made["web"].listeners[80],
+            "pool-tcp-80": made["web"].pools[80],
+            "members-tcp-80": made["web"].pools[80],
+            "fip": made["web"].fip_id,
+            "fip-association": made["web"].fip_id,
+        }
+        assert web["preview"] == {"import": 6}
+        assert occm.snapshot(cloud.inventory()) == before
+        assert engine.stacks() == []
+
+        # -- apply: web as it is; legacy once updates are allowed ---------------------------
+        code, out = adopt(f"{ns}/web", "--apply")
+        assert code == 0, out
+        assert f"{ns}/web: adopted" in out
+        assert "the controller's next sync skips it" in out
+        code, out = adopt(f"{ns}/legacy", "--apply", "--allow-updates")
+        assert code == 0, out
+        assert "update  pool-tcp-80: lbMethod 'LEAST_CONNECTIONS' -> 'ROUND_ROBIN'" in out
+        code, out = adopt("--namespace", ns)
+        assert code == 0, out
+        assert out.count(": managed") == 2, out
+        assert {i.name: i.lb_id for i in engine.stacks()} == {
+            name: m.lb_id for name, m in made.items()
+        }
+        adopted = occm.snapshot(cloud.inventory())
+        legacy_pool = next(p for p in adopted["pools"] if p[0] == made["legacy"].pools[80])
+        assert legacy_pool[2] == "ROUND_ROBIN"
+
+        # -- the controller takes over without touching the cloud ---------------------------
+        controller = Controller(
+            kube=kube,
+            engine=PulumiEngine(engine=engine),
+            config=config,
+            settings=ControllerSettings(cluster_name=CLUSTER),
+            workers=2,
+            backoff=Backoff(base=1.0, cap=5.0, soon=0.5),
+            namespace=ns,
+            watch_timeout=60,
+        )
+        controller.start(sync_timeout=30)
+
+        def ensured(name: str) -> bool:
+            events = kube.list(
+                f"/api/v1/namespaces/{ns}/events",
+                query={"fieldSelector": f"involvedObject.name={name}"},
+            )["items"]
+            reasons = [e["reason"] for e in events]
+            assert "SyncLoadBalancerFailed" not in reasons, events
+            return "EnsuredLoadBalancer" in reasons
+
+        for name in made:
+            wait_for(lambda name=name: ensured(name), what=f"{name} synced", timeout=120)
+        assert occm.snapshot(cloud.inventory()) == adopted
+        for name, m in made.items():
+            svc = kube.get(f"/api/v1/namespaces/{ns}/services/{name}")
+            assert svc["metadata"]["annotations"][ID_ANNOTATION] == m.lb_id
+            assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == m.fip_address
+
+        # -- deleting the Services deletes what was adopted ---------------------------------
+        for name in made:
+            kube.request(method="DELETE", path=f"/api/v1/namespaces/{ns}/services/{name}")
+
+        def gone(name: str) -> bool:
+            try:
+                kube.get(f"/api/v1/namespaces/{ns}/services/{name}")
+            except KubeError as exc:
+                return exc.not_found
+            return False
+
+        for name in made:
+            wait_for(lambda name=name: gone(name), what=f"{name} deleted", timeout=180)
+        assert cloud.lbs() == []
+        assert not [f for f in cloud.inventory()["floatingips"] if f["port_id"]]
+    finally:
+        if controller is not None:
+            controller.stop(timeout=60)
+        for name in made:  # a failed run must not leave Services held by our finalizer
+            path = f"/api/v1/namespaces/{ns}/services/{name}"
+            with contextlib.suppress(KubeError):
+                kube.patch(path, {"metadata": {"finalizers": None}})
+        kube.close()
