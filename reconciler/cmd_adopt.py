@@ -18,8 +18,10 @@ from reconciler.adopt_cloud import find_occm_objects
 from reconciler.adopt_report import ServiceResult, exit_code, render_json, render_text
 from reconciler.cli_common import (
     CommandError,
+    add_class_options,
     add_kube_options,
     add_stack_options,
+    controller_settings,
     list_cluster,
     load_cloud_config,
     open_engine,
@@ -79,16 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_kube_options(p)
     p.add_argument("services", nargs="*", metavar="NS/NAME", help="only these Services")
     p.add_argument("--namespace", help="only the Services of this namespace")
-    p.add_argument(
-        "--load-balancer-class",
-        action="append",
-        default=[],
-        metavar="CLASS",
-        help="the controller's --load-balancer-class values (repeatable)",
-    )
-    p.add_argument(
-        "--only-owned-classes", action="store_true", help="the controller's --only-owned-classes"
-    )
+    add_class_options(p)
     p.add_argument("--apply", action="store_true", help="import (default: dry run)")
     p.add_argument(
         "--allow-updates",
@@ -157,11 +150,7 @@ def _services(
 
 def cmd_adopt(args: argparse.Namespace) -> int:
     config = load_cloud_config(args.cloud_config)
-    settings = ControllerSettings(
-        cluster_name=args.cluster_name,
-        owned_classes=frozenset(args.load_balancer_class),
-        serve_default=not args.only_owned_classes,
-    )
+    settings = controller_settings(args)
     engine = open_engine(args, config)
     with progress("listing Services, Nodes and stacks"):
         services, results = _services(args, settings)
