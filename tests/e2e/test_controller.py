@@ -26,6 +26,7 @@ from reconciler.backend import EnsureResult, Failure
 from reconciler.config import default_config
 from reconciler.controller import Controller
 from reconciler.engine_plan import StackInfo
+from reconciler.events import COMPONENT
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
@@ -210,7 +211,9 @@ class Running:
             f"/api/v1/namespaces/{self.namespace}/events",
             query={"fieldSelector": f"involvedObject.name={name}"},
         )
-        return list(out.get("items") or [])
+        # Only ours: kube-apiserver posts its own (e.g. ClusterIPNotAllocated from
+        # the ipallocator repair loop) about Services it has just created.
+        return [e for e in out.get("items") or [] if e.get("reportingComponent") == COMPONENT]
 
     def reasons(self, name: str) -> list[str]:
         return [e["reason"] for e in sorted(self.events(name), key=lambda e: e["firstTimestamp"])]

@@ -25,6 +25,7 @@ from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
 from reconciler.demo import EXAMPLE_SERVICE
+from reconciler.events import COMPONENT
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
@@ -207,7 +208,9 @@ class Cluster:
             f"/api/v1/namespaces/{self.ns}/events",
             query={"fieldSelector": f"involvedObject.name={name}"},
         )
-        return list(answer.get("items") or [])
+        # Only ours: kube-apiserver posts its own (e.g. ClusterIPNotAllocated from
+        # the ipallocator repair loop) about Services it has just created.
+        return [e for e in answer.get("items") or [] if e.get("reportingComponent") == COMPONENT]
 
     def event(self, name: str, reason: str) -> dict[str, Any] | None:
         return next((e for e in self.events(name) if e.get("reason") == reason), None)
