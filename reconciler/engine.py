@@ -23,7 +23,14 @@ recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
   command line, so they are encrypted in the config file and in the state, and are redacted from
   any error text.
 * **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
-  hash (set only after a successful ``up``, removed before one starts).
+  hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
+  ``file://`` backend that skip runs no ``pulumi`` at all: the tags file says the spec is applied
+  and holds the outputs the controller reports (:func:`reconciler.engine_plan.outputs_from_tags`).
+* **Few CLI starts**: each ``pulumi`` command costs about 0.45 s of start-up before it works, so
+  the engine runs as few as it can: a ``file://`` backend's tags are read and written as one file
+  (:mod:`reconciler.engine_tags`), a stack known to be absent is created without trying to select
+  it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
+  and a secret the process already wrote is not written again.
 * **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
   host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
   imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine_plan`).
@@ -49,6 +56,7 @@ from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
+from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
 from reconciler.engine_errors import (
     EngineError,
@@ -62,6 +70,8 @@ from reconciler.engine_plan import (
     OWNS_TAG,
     PROJECT,
     StackInfo,
+    output_tags,
+    outputs_from_tags,
     secret_values,
     should_skip,
     spec_for_stack,
@@ -77,12 +87,12 @@ from reconciler.engine_recovery import (
 )
 from reconciler.engine_stack_meta import (
     configure,
-    ensure_tags,
     list_stacks,
     plain_outputs,
-    record_outputs,
     stacks_tagged,
 )
+from reconciler.engine_tags import StackTags, file_tags, stack_exists
+from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
@@ -148,6 +158,8 @@ class Engine:
         # against the SDK's minimum version once, here.
         self.pulumi_command = auto.PulumiCommand(root=str(settings.toolchain.pulumi_root()))
         self.cancelled = threading.Event()
+        # (stack, config key) -> digest of the secret this process wrote there (engine_stack_meta)
+        self.secrets_written: dict[tuple[str, str], str] = {}
 
     def cancel(self) -> None:
         """Interrupt the running stack operations and refuse new ones (the process stops):
@@ -200,6 +212,7 @@ class ServiceStack:
         )
         self.work_dir = s.state_dir / "work" / self.name
         self._imports: dict[str, str] = {}  # logical name -> cloud ID, for the next up only
+        self.created = False  # the last _open created the stack
 
     # --- opening the stack -------------------------------------------------------------------
 
@@ -214,18 +227,33 @@ class ServiceStack:
         )
 
     def _open(self, *, create: bool) -> auto.Stack | None:
+        """Select the stack (None when there is none), or with ``create`` select or create it;
+        :attr:`created` says whether it was just created."""
+        backend = self.engine.settings.backend
+        exists = stack_exists(backend, self.name)  # None: not a file:// backend, ask the CLI
+        self.created = False
+        if exists is False and not create:
+            return None
         opts = self._workspace_options()
-        clear_stale_locks(backend=self.engine.settings.backend, stack_name=self.name)
-        repair_torn_sidecars(backend=self.engine.settings.backend, stack_name=self.name)
+        clear_stale_locks(backend=backend, stack_name=self.name)
+        repair_torn_sidecars(backend=backend, stack_name=self.name)
+        args: dict[str, Any] = {
+            "stack_name": self.name,
+            "project_name": PROJECT,
+            "program": main,
+            "opts": opts,
+        }
         try:
-            if create:
-                stack = auto.create_or_select_stack(
-                    stack_name=self.name, project_name=PROJECT, program=main, opts=opts
-                )
+            if exists is False:
+                try:
+                    stack = auto.create_stack(**args)
+                    self.created = True
+                except auto.StackAlreadyExistsError:
+                    stack = auto.select_stack(**args)
+            elif create:
+                stack = auto.create_or_select_stack(**args)
             else:
-                stack = auto.select_stack(
-                    stack_name=self.name, project_name=PROJECT, program=main, opts=opts
-                )
+                stack = auto.select_stack(**args)
         except auto.StackNotFoundError:
             return None
         except auto.CommandError as exc:
@@ -242,29 +270,54 @@ class ServiceStack:
         ``imports`` ({logical name: cloud ID}) adopts existing objects instead of creating them
         (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.
         """
+        if not imports:
+            applied = self._applied(spec)
+            if applied is not None:
+                return applied
         stack = self._open(create=True)
         assert stack is not None
-        tags = ensure_tags(stack, stack.list_tags(), self._wanted_tags())
-        spec = spec_for_stack(spec, tags=tags)
+        tags = self._tags(stack)
+        current = tags.read()
+        finished = HASH_TAG in current or self.created  # nothing can be pending in the state
+        current = tags.apply(current, put=self._wanted_tags())
+        spec = spec_for_stack(spec, tags=current)
         digest = spec.spec_hash()
-        self._recover(stack)
+        if not finished:
+            self._recover(stack)
         if imports:
             self._imports = {**self._imports, **dict(imports)}
-        if should_skip(tags=tags, spec_hash=digest):
+        if should_skip(tags=current, spec_hash=digest):
             return EnsureResult(False, digest, self._outputs(stack), {})
-        if HASH_TAG in tags:
-            stack.remove_tag(HASH_TAG)
+        current = tags.apply(current, drop=[HASH_TAG])
         self._configure(stack, spec)
-        result = self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="up")
+        result = self._deadline(
+            lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="up"
+        )
         outputs = plain_outputs(result.outputs)
-        tags = record_outputs(stack, tags, outputs)
-        digest = spec_for_stack(spec, tags=tags).spec_hash()  # what the next ensure compares
-        stack.set_tag(HASH_TAG, digest)
+        recorded = output_tags(outputs)
+        # What the next ensure compares; written last (the CLI path sets tags in order).
+        digest = spec_for_stack(spec, tags={**current, **recorded}).spec_hash()
+        tags.apply(current, put={**recorded, HASH_TAG: digest})
         if self._imports:
             self._imports = {}
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         return EnsureResult(True, digest, outputs, changes)
+
+    def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
+        """The skip of :meth:`ensure` without running ``pulumi``: a ``file://`` backend's tags
+        file says ``spec`` is applied and holds the outputs. None: ask the stack."""
+        backend = self.engine.settings.backend
+        tags = file_tags(backend, self.name)
+        if tags is None or not stack_exists(backend, self.name):
+            return None
+        if any(tags.get(key) != value for key, value in self._wanted_tags().items()):
+            return None
+        digest = spec_for_stack(spec, tags=tags).spec_hash()
+        outputs = outputs_from_tags(tags)
+        if outputs is None or not should_skip(tags=tags, spec_hash=digest):
+            return None
+        return EnsureResult(False, digest, outputs, {})
 
     def preview(
         self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
@@ -352,12 +405,12 @@ class ServiceStack:
             return {}
         self._recover(stack)
         result = self._deadline(
-            lambda: stack.refresh(on_output=_quiet), stack=stack, doing="refresh"
+            lambda: engine_run.refresh(stack, on_output=_quiet), stack=stack, doing="refresh"
         )
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         if any(k != "same" and v for k, v in changes.items()):
             with contextlib.suppress(auto.CommandError):
-                stack.remove_tag(HASH_TAG)
+                self._tags(stack).remove(HASH_TAG)
         return changes
 
     def delete(self) -> DeleteResult:
@@ -365,18 +418,28 @@ class ServiceStack:
         stack = self._open(create=False)
         if stack is None:
             return DeleteResult(existed=False)
-        self._recover(stack)
-        outputs = self._outputs(stack)
+        tags = self._tags(stack)
+        current = tags.read()
+        # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
+        outputs = outputs_from_tags(current) if HASH_TAG in current else None
+        if outputs is None:
+            self._recover(stack)
+            outputs = self._outputs(stack)
         lb_id = str(outputs.get("lb_id") or "")
         shared = bool(outputs.get("shared"))
         released = False
-        if lb_id and not shared and self._others_on(lb_id, outputs):
+        tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
+        if lb_id and not shared and self._others_on(lb_id):
             stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
-            with contextlib.suppress(auto.CommandError):
-                stack.remove_tag(HASH_TAG)
-            self._deadline(lambda: stack.up(on_output=_quiet), stack=stack, doing="release")
+            self._deadline(
+                lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release"
+            )
             released = True
-        self._deadline(lambda: stack.destroy(on_output=_quiet), stack=stack, doing="destroy")
+        self._deadline(
+            lambda: engine_run.destroy(stack, on_output=_quiet),
+            stack=stack,
+            doing="destroy",
+        )
         try:
             stack.workspace.remove_stack(self.name)
         except auto.CommandError as exc:
@@ -387,6 +450,9 @@ class ServiceStack:
         return DeleteResult(True, released, gone)
 
     # --- pieces ------------------------------------------------------------------------------
+
+    def _tags(self, stack: auto.Stack) -> StackTags:
+        return StackTags(backend=self.engine.settings.backend, stack_name=self.name, stack=stack)
 
     def _wanted_tags(self) -> dict[str, str]:
         ref, cluster = self.service, self.engine.settings.cluster_name
@@ -432,8 +498,13 @@ class ServiceStack:
 
     # --- shared load balancers ---------------------------------------------------------------
 
-    def _others_on(self, lb_id: str, outputs: Mapping[str, Any]) -> bool:
-        ours = json.loads(str(outputs.get("spec") or "{}")).get("name")
+    def _others_on(self, lb_id: str) -> bool:
+        """Whether listeners of other Services are on load balancer ``lb_id`` (each listener is
+        tagged with its Service's load balancer name)."""
+        ref = self.service
+        ours = lb_name(
+            cluster_name=self.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
+        )
         return any(
             any(t != ours for t in tags if t) for tags in self.engine.rest().listener_tags(lb_id)
         )

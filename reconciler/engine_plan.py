@@ -13,7 +13,9 @@ not part of the name (a Service re-created under the same name is the same load 
 OCCM too, its LB name has no uid); it is a stack tag, with cluster, namespace and name.
 
 **Skipping.** The stack tag ``lbr:spec-hash`` holds the hash of the spec of the last *successful*
-``up``; it is removed before an ``up`` starts, so an interrupted or failed ``up`` never looks done.
+``up``; it is removed before an ``up`` or ``destroy`` starts, so an interrupted or failed one never
+looks done. While it is there, the last operation finished: the state has nothing pending, and an
+``ensure`` of the same spec needs nothing but the tags (:func:`outputs_from_tags`).
 
 **Listing.** ``pulumi stack ls --json`` gives a stack's name, last update time, whether an
 update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
@@ -50,10 +52,13 @@ __all__ = [
     "OWNS_TAG",
     "SHARED_TAG",
     "UID_TAG",
+    "VIP_ADDRESS_TAG",
     "VIP_SUBNET_TAG",
     "PendingCreate",
     "StackInfo",
     "StackListing",
+    "output_tags",
+    "outputs_from_tags",
     "parse_stack_ls",
     "parse_tags_file",
     "parse_time",
@@ -79,6 +84,7 @@ SHARED_TAG = TAG_PREFIX + "shared"
 OWNS_TAG = TAG_PREFIX + "owns-lb"
 VIP_SUBNET_TAG = TAG_PREFIX + "vip-subnet"
 EXTERNAL_IP_TAG = TAG_PREFIX + "external-ip"
+VIP_ADDRESS_TAG = TAG_PREFIX + "vip-address"
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -99,6 +105,45 @@ def stack_tags(*, cluster_name: str, namespace: str, name: str, uid: str) -> dic
 def should_skip(*, tags: Mapping[str, str], spec_hash: str) -> bool:
     """Whether the last successful ``up`` applied exactly this spec."""
     return tags.get(HASH_TAG) == spec_hash
+
+
+def output_tags(outputs: Mapping[str, Any]) -> dict[str, str]:
+    """The tags a successful ``up`` records from its outputs: the load balancer's ID, whether
+    it is shared, which LB the stack owns, its VIP subnet and address, and the external IP
+    (floating IP, else VIP). The caller adds the spec hash."""
+    tags = {}
+    lb_id = str(outputs.get("lb_id") or "")
+    if lb_id:
+        tags[LB_ID_TAG] = lb_id
+    shared = str(bool(outputs.get("shared"))).lower()
+    tags[SHARED_TAG] = shared
+    if shared == "false" and lb_id:
+        tags[OWNS_TAG] = lb_id
+    if outputs.get("vip_subnet_id"):
+        tags[VIP_SUBNET_TAG] = str(outputs["vip_subnet_id"])
+    if outputs.get("vip_address"):
+        tags[VIP_ADDRESS_TAG] = str(outputs["vip_address"])
+    external_ip = outputs.get("floating_ip") or outputs.get("vip_address")
+    if external_ip:
+        tags[EXTERNAL_IP_TAG] = str(external_ip)
+    return tags
+
+
+def outputs_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
+    """The outputs a skipped ``ensure`` reports, from the tags :func:`output_tags` wrote; None
+    when they are not all there (a stack tagged before ``lbr:vip-address`` existed: read the
+    outputs instead). A floating IP is never the VIP, so an external IP that differs from the
+    VIP is the floating IP."""
+    lb_id, vip, external = (tags.get(k) for k in (LB_ID_TAG, VIP_ADDRESS_TAG, EXTERNAL_IP_TAG))
+    if not lb_id or not vip or not external:
+        return None
+    return {
+        "lb_id": lb_id,
+        "vip_address": vip,
+        "floating_ip": external if external != vip else None,
+        "shared": tags.get(SHARED_TAG) == "true",
+        "vip_subnet_id": tags.get(VIP_SUBNET_TAG),
+    }
 
 
 def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:

@@ -7,11 +7,11 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 
 * **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
   provider's secret fields with ``pulumi config set --secret`` on stdin, never on a command line.
+  A secret this process already wrote to the stack's config file, with the same value, is not
+  written again (one CLI start saved per operation; the memo holds a digest, never the value).
 * **Outputs** (:func:`plain_outputs`): as plain values, every key present.
-* **Tags** (:func:`ensure_tags`, :func:`record_outputs`): ``lbr:cluster``, ``lbr:namespace``,
-  ``lbr:name``, ``lbr:uid`` on every stack; after a successful ``up`` ``lbr:lb-id``,
-  ``lbr:shared``, ``lbr:owns-lb``, ``lbr:vip-subnet``, ``lbr:external-ip`` and last the skip
-  marker ``lbr:spec-hash``.
+* **Tags** are read and written by :class:`reconciler.engine_tags.StackTags`; which ones, in
+  :func:`reconciler.engine_plan.stack_tags` and :func:`~reconciler.engine_plan.output_tags`.
 * **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
   --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
   not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
@@ -23,6 +23,7 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
@@ -31,26 +32,21 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
+import yaml
 from pulumi import automation as auto
 
 from reconciler.engine_plan import (
     CLUSTER_TAG,
-    EXTERNAL_IP_TAG,
-    LB_ID_TAG,
-    OWNS_TAG,
     PROJECT,
-    SHARED_TAG,
-    VIP_SUBNET_TAG,
     StackInfo,
     StackListing,
     parse_stack_ls,
-    parse_tags_file,
     provider_config,
     stack_info,
 )
 from reconciler.engine_recovery import alive, lock_dir
+from reconciler.engine_tags import file_tags
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY
 
@@ -59,11 +55,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "configure",
-    "ensure_tags",
     "last_operations",
     "list_stacks",
     "plain_outputs",
-    "record_outputs",
     "run_cli",
     "stacks_tagged",
 ]
@@ -119,11 +113,18 @@ def configure(
             secrets[key] = value
         else:
             plain[key] = auto.ConfigValue(value)
-    try:
-        stack.set_all_config(plain)
-    except auto.CommandError as exc:
-        raise engine.error(exc, stack=stack_name, doing="config") from None
+    config_file = work_dir / f"Pulumi.{stack_name}.yaml"
+    if not _write_plain_config(config_file, {k: v.value for k, v in plain.items()}):
+        try:
+            stack.set_all_config(plain)
+        except auto.CommandError as exc:
+            raise engine.error(exc, stack=stack_name, doing="config") from None
     for key, value in secrets.items():
+        digest = hashlib.sha256(f"{stack_name}\0{key}\0{value}".encode()).hexdigest()
+        if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(
+            config_file, key
+        ):
+            continue
         run_cli(
             engine,
             ["config", "set", "--secret", key],
@@ -131,46 +132,43 @@ def configure(
             work_dir=work_dir,
             stdin=value,
         )
+        engine.secrets_written[(stack_name, key)] = digest
 
 
-def ensure_tags(
-    stack: auto.Stack, tags: Mapping[str, str], wanted: Mapping[str, str]
-) -> dict[str, str]:
-    """Set each ``wanted`` tag that ``tags`` (the stack's current ones) lacks or differs in;
-    return the tags as they are now."""
-    current = dict(tags)
-    for key, value in wanted.items():
-        if current.get(key) != value:
-            stack.set_tag(key, value)
-            current[key] = value
-    return current
+def _read_config_file(config_file: Path) -> dict[str, Any] | None:
+    """The stack settings file ``Pulumi.<stack>.yaml``; None when absent or not a mapping."""
+    try:
+        settings = yaml.safe_load(config_file.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(settings, dict) or not isinstance(settings.get("config") or {}, dict):
+        return None
+    return settings
 
 
-def record_outputs(
-    stack: auto.Stack, tags: Mapping[str, str], outputs: Mapping[str, Any]
-) -> dict[str, str]:
-    """After a successful ``up``: the load balancer's ID, whether it is shared, ownership, its
-    VIP subnet and the external IP (floating IP, else VIP) as tags; returns the tags as they are
-    now. The caller sets the spec hash last."""
-    current = dict(tags)
-    wanted = {}
-    lb_id = str(outputs.get("lb_id") or "")
-    if lb_id:
-        wanted[LB_ID_TAG] = lb_id
-    shared = str(bool(outputs.get("shared"))).lower()
-    wanted[SHARED_TAG] = shared
-    if shared == "false" and lb_id:
-        wanted[OWNS_TAG] = lb_id
-    if outputs.get("vip_subnet_id"):
-        wanted[VIP_SUBNET_TAG] = str(outputs["vip_subnet_id"])
-    external_ip = outputs.get("floating_ip") or outputs.get("vip_address")
-    if external_ip:
-        wanted[EXTERNAL_IP_TAG] = str(external_ip)
-    for key, value in wanted.items():
-        if current.get(key) != value:
-            stack.set_tag(key, value)
-            current[key] = value
-    return current
+def _write_plain_config(config_file: Path, values: Mapping[str, str]) -> bool:
+    """Set plain ``values`` in the stack settings file, keeping everything else (the secrets'
+    ciphertext, the encryption salt); False when there is no such file to edit (ask the CLI).
+
+    The file is Pulumi's documented per-stack settings file, the same one
+    ``pulumi config set-all --plaintext`` edits; writing it here saves a CLI start."""
+    settings = _read_config_file(config_file)
+    if settings is None:
+        return False
+    config = dict(settings.get("config") or {})
+    config.update(values)
+    settings["config"] = config
+    text = yaml.safe_dump(settings, sort_keys=False, default_flow_style=False, width=1 << 20)
+    tmp = config_file.with_name(f".{config_file.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(config_file)
+    return True
+
+
+def _has_secret(config_file: Path, key: str) -> bool:
+    """Whether the stack's config file holds ``key`` as a secret (``{secure: ...}``)."""
+    entry = ((_read_config_file(config_file) or {}).get("config") or {}).get(key)
+    return isinstance(entry, Mapping) and bool(entry.get("secure"))
 
 
 OUTPUT_KEYS = (
@@ -252,7 +250,7 @@ def list_stacks(engine: Engine) -> list[StackInfo]:
         raise engine.error(exc, stack="", doing="listing", subject=subject) from None
     backend = settings.backend
     tags: dict[str, dict[str, str] | None] = {
-        item.name: _file_tags(backend, item.name) for item in listings
+        item.name: file_tags(backend, item.name) for item in listings
     }
     missing = [item for item in listings if tags[item.name] is None]
     if missing:
@@ -301,19 +299,6 @@ def last_operations(engine: Engine, infos: Sequence[StackInfo]) -> dict[str, str
         return {
             info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
         }
-
-
-def _file_tags(backend: str, name: str) -> dict[str, str] | None:
-    """A ``file://`` backend's tags of stack ``name``, read from its tags file; None: not a
-    ``file://`` backend, no such file, or a format this code does not know."""
-    if not backend.startswith("file://"):
-        return None
-    root = Path(unquote(urlsplit(backend).path))
-    try:
-        text = (root / ".pulumi" / "stacks" / PROJECT / f"{name}.pulumi-tags").read_text()
-    except OSError:
-        return None
-    return parse_tags_file(text)
 
 
 def _cli_tags(engine: Engine, item: StackListing) -> dict[str, str] | None:

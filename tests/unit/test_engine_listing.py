@@ -25,7 +25,8 @@ from reconciler.engine_plan import (
     stack_info,
     stack_tags,
 )
-from reconciler.engine_stack_meta import _file_tags, _locked
+from reconciler.engine_stack_meta import _locked
+from reconciler.engine_tags import file_tags
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
 
@@ -224,15 +225,15 @@ def _backend(tmp_path: Path) -> tuple[str, Path]:
     return root.as_uri(), root
 
 
-def test_file_tags(tmp_path: Path) -> None:
+def testfile_tags(tmp_path: Path) -> None:
     url, root = _backend(tmp_path)
     folder = root / ".pulumi" / "stacks" / "lb-reconciler"
     (folder / "prod.default.web.pulumi-tags").write_text(json.dumps({"version": 1, "tags": TAGS}))
     (folder / "prod.default.odd.pulumi-tags").write_text('{"version": 9}')
-    assert _file_tags(url, "prod.default.web") == TAGS
-    assert _file_tags(url, "prod.default.odd") is None  # unknown format: ask the CLI
-    assert _file_tags(url, "prod.default.gone") is None
-    assert _file_tags("s3://bucket/prefix", "prod.default.web") is None
+    assert file_tags(url, "prod.default.web") == TAGS
+    assert file_tags(url, "prod.default.odd") is None  # unknown format: ask the CLI
+    assert file_tags(url, "prod.default.gone") is None
+    assert file_tags("s3://bucket/prefix", "prod.default.web") is None
 
 
 def _lock(root: Path, stack: str, name: str, content: str) -> None:

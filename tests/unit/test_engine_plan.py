@@ -18,6 +18,8 @@ from reconciler.engine_plan import (
     HASH_TAG,
     OWNS_TAG,
     VIP_SUBNET_TAG,
+    output_tags,
+    outputs_from_tags,
     pending_creates,
     provider_config,
     secret_values,
@@ -65,6 +67,48 @@ def test_tags_and_skip() -> None:
     assert should_skip(tags={HASH_TAG: "abc"}, spec_hash="abc")
     assert not should_skip(tags={}, spec_hash="abc")
     assert not should_skip(tags={HASH_TAG: "abd"}, spec_hash="abc")
+
+
+LB, SUBNET = UUID1, UUID2
+
+
+def test_output_tags_round_trip_the_outputs_a_skip_reports() -> None:
+    floating = {"lb_id": LB, "shared": False, "vip_subnet_id": SUBNET, "vip_address": "10.0.0.5"}
+    floating["floating_ip"] = "172.24.4.10"
+    tags = output_tags(floating)
+    assert tags == {
+        "lbr:lb-id": LB,
+        "lbr:shared": "false",
+        "lbr:owns-lb": LB,
+        "lbr:vip-subnet": SUBNET,
+        "lbr:vip-address": "10.0.0.5",
+        "lbr:external-ip": "172.24.4.10",
+    }
+    assert outputs_from_tags(tags) == {
+        "lb_id": LB,
+        "vip_address": "10.0.0.5",
+        "floating_ip": "172.24.4.10",
+        "shared": False,
+        "vip_subnet_id": SUBNET,
+    }
+    internal = {"lb_id": LB, "shared": True, "vip_address": "10.0.0.5", "floating_ip": None}
+    tags = output_tags(internal)
+    assert "lbr:owns-lb" not in tags
+    assert tags["lbr:external-ip"] == "10.0.0.5"
+    assert outputs_from_tags(tags) == {
+        "lb_id": LB,
+        "vip_address": "10.0.0.5",
+        "floating_ip": None,  # the external IP is the VIP: no floating IP
+        "shared": True,
+        "vip_subnet_id": None,
+    }
+
+
+def test_outputs_from_tags_needs_every_tag() -> None:
+    """A stack tagged before lbr:vip-address existed: read the outputs instead."""
+    tags = output_tags({"lb_id": LB, "vip_address": "10.0.0.5"})
+    for key in ("lbr:lb-id", "lbr:vip-address", "lbr:external-ip"):
+        assert outputs_from_tags({k: v for k, v in tags.items() if k != key}) is None
 
 
 def test_provider_config_marks_secrets() -> None:

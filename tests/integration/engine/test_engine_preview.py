@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
+from reconciler.engine_plan import HASH_TAG
 from reconciler.engine_preview import PropertyChange
+from reconciler.toolchain import REPO_ROOT
 from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
 
 A = "loadbalancer.openstack.org/"
@@ -31,7 +34,17 @@ def pending(env: Env, stack_name: str) -> list[dict[str, Any]]:
 
 def leave_a_pending_create(env: Env, stack_name: str) -> None:
     """What a SIGKILLed ``up`` leaves (see test_engine_crash): a create the state never saw
-    finish, here of a second listener that the cloud does not have."""
+    finish, here of a second listener that the cloud does not have, and no spec hash (removed
+    before every ``up``; here with the plain CLI)."""
+    done = subprocess.run(
+        [str(env.toolchain.path("pulumi")), "stack", "tag", "rm", HASH_TAG, "--stack", stack_name],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**env.toolchain.env(), "PULUMI_BACKEND_URL": (env.state_dir / "backend").as_uri()},
+    )
+    assert done.returncode == 0, done.stderr
     path = checkpoint(env, stack_name)
     doc = json.loads(path.read_text())
     latest = doc["checkpoint"]["latest"]

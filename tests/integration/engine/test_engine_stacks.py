@@ -53,7 +53,7 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
 
         listed = engine.stacks()
         with monkeypatch.context() as m:  # as for a backend other than file://: the CLI per stack
-            m.setattr(engine_stack_meta, "_file_tags", lambda _backend, _name: None)
+            m.setattr(engine_stack_meta, "file_tags", lambda _backend, _name: None)
             assert engine.stacks() == listed
         assert [i.stack for i in listed] == sorted([stack_a.name, stack_b.name, stack_c.name])
         by_name = {i.stack: i for i in listed}

@@ -1,0 +1,133 @@
+"""Few `pulumi` starts per operation, and the plain CLI still sees what the engine wrote.
+
+Each `pulumi` command costs about 0.45 s of start-up, so the engine avoids the ones it can
+(reconciler.engine_tags, reconciler.engine_run). These tests spy on every `pulumi` process the
+engine starts (the real processes still run) and check, with the real CLI, that the tags written
+as one file and the outputs taken from the engine events are what `pulumi stack tag ls` and
+`pulumi stack output` say, on a file:// backend and on the CLI path other backends take.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import engine_tags
+from reconciler.engine import ServiceStack
+from reconciler.engine_plan import HASH_TAG
+from reconciler.toolchain import REPO_ROOT
+from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
+
+
+@pytest.fixture
+def starts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The `pulumi` commands started, as "verb noun" (e.g. "stack select", "up")."""
+    seen: list[str] = []
+    real = subprocess.Popen
+
+    def spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        argv = [str(a) for a in args]
+        if argv and Path(argv[0]).name == "pulumi":
+            words = [a for a in argv[1:] if not a.startswith("-")]
+            seen.append(" ".join(words[:2]) if words[0] in ("stack", "config") else words[0])
+        return real(args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    return seen
+
+
+def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
+    done = subprocess.run(
+        [str(env.toolchain.path("pulumi")), *args, "--json", "--stack", stack.name],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **env.toolchain.env(),
+            "PULUMI_BACKEND_URL": stack.engine.settings.backend,
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def expected_tags(stack: ServiceStack, outputs: dict[str, Any], digest: str) -> dict[str, str]:
+    ref = stack.service
+    return {
+        "lbr:cluster": CLUSTER,
+        "lbr:namespace": ref.namespace,
+        "lbr:name": ref.name,
+        "lbr:uid": ref.uid,
+        "lbr:lb-id": outputs["lb_id"],
+        "lbr:shared": "false",
+        "lbr:owns-lb": outputs["lb_id"],
+        "lbr:vip-subnet": outputs["vip_subnet_id"],
+        "lbr:vip-address": outputs["vip_address"],
+        "lbr:external-ip": outputs["floating_ip"],
+        HASH_TAG: digest,
+    }
+
+
+def without_system_tags(tags: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in tags.items() if not k.startswith("pulumi:")}
+
+
+@pytest.mark.parametrize("via", ["file", "cli"])
+def test_create_noop_update_delete(
+    env: Env, starts: list[str], monkeypatch: pytest.MonkeyPatch, via: str
+) -> None:
+    if via == "cli":  # as for s3:// and the rest: tags through `pulumi stack tag`
+        monkeypatch.setattr(engine_tags, "_stack_folder", lambda _backend: None)
+    config = env.config()
+    spec = spec_for(service(f"starts-{via}"), config)
+    stack = env.engine(config).stack(service=spec.service)
+
+    created = stack.ensure(spec)
+    assert created.changed
+    on_create = list(starts)
+    sdk_outputs = plain(env, stack, "stack", "output")
+    for key in ("lb_id", "vip_address", "floating_ip", "vip_subnet_id", "spec_hash"):
+        assert created.outputs[key] == sdk_outputs[key]  # from the events = the CLI's
+    tags = without_system_tags(plain(env, stack, "stack", "tag", "ls"))
+    assert tags == expected_tags(stack, created.outputs, created.spec_hash)
+    try:
+        starts.clear()
+        again = stack.ensure(spec)
+        assert not again.changed
+        for key in ("lb_id", "vip_address", "floating_ip"):
+            assert again.outputs[key] == created.outputs[key]
+        on_noop = list(starts)
+
+        starts.clear()
+        ports = [{"port": 80, "protocol": "TCP", "nodePort": 30080},
+                 {"port": 443, "protocol": "TCP", "nodePort": 30443}]  # fmt: skip
+        wider = spec_for(service(f"starts-{via}", ports=ports), config)
+        updated = stack.ensure(wider)
+        assert updated.changed
+        assert updated.resource_changes.get("create", 0) >= 3  # listener, pool, members
+        on_update = list(starts)
+        tags = without_system_tags(plain(env, stack, "stack", "tag", "ls"))
+        assert tags[HASH_TAG] == updated.spec_hash
+    finally:
+        starts.clear()
+        assert stack.delete().existed
+        on_delete = list(starts)
+    assert env.cloud.lbs() == []
+
+    if via == "file":
+        # version: the engine checks the CLI once; config set: the password
+        assert on_create == ["version", "stack init", "config set", "up"]
+        assert on_noop == []
+        assert on_update == ["stack select", "up"]
+        assert on_delete == ["stack select", "destroy", "stack rm"]
+    else:
+        assert "stack output" not in on_create + on_update
+        assert "stack history" not in on_create + on_update + on_delete
+        assert on_noop.count("stack tag") == 1  # one `stack tag ls`; outputs from the CLI
