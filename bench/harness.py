@@ -14,11 +14,17 @@ measuring needs:
 * the cloud's leftovers (the emulator's inventory ``created``) and the stack listing
   (``lb-reconciler stacks -o json``), for orphan counts;
 * :meth:`Environment.run_baseline`: :mod:`bench.baseline_job` as a child process, sampled.
+
+The emulator's cloud is sized for hundreds of load balancers, as an operator would size a real
+project for them: the default topology with ``/20`` networks (the default ``/24`` holds 241
+floating IPs and 253 VIPs) and, set by the admin user through the Neutron quota API, no limit on
+the demo project's floating IPs, ports and security groups (Neutron's defaults: 50, 500, 10).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import shutil
 import subprocess
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import openstack
 import requests
 
 from bench.baseline import Port, ServiceShape
@@ -41,6 +48,7 @@ from emulator.cloud import CloudConfig
 from emulator.server import EmulatorHandle
 from emulator.server import start as start_emulator
 from emulator.timing import TimingProfile
+from emulator.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from reconciler.demo import NODES, Demo, stop_process
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
@@ -50,6 +58,39 @@ from reconciler.toolchain import Toolchain, find_toolchain
 NAMESPACE = "bench"
 CLUSTER = "bench"
 SERVICES = f"/api/v1/namespaces/{NAMESPACE}/services"
+UNLIMITED = {"floatingip": -1, "port": -1, "security_group": -1, "security_group_rule": -1}
+
+
+def bench_topology() -> Topology:
+    """The default topology with room for thousands of VIPs and floating IPs."""
+    topology = load_topology()
+    public, private = (copy.deepcopy(n) for n in DEFAULT_TOPOLOGY["networks"])
+    public["subnets"][0].update(
+        cidr="172.24.0.0/20",
+        gateway_ip="172.24.0.1",
+        allocation_pools=[{"start": "172.24.0.10", "end": "172.24.15.250"}],
+    )
+    private["subnets"][0]["cidr"] = "10.0.0.0/20"
+    topology.data["networks"] = [public, private]
+    return topology
+
+
+def lift_quotas(emulator: EmulatorHandle) -> None:
+    """As the admin: no Neutron quota limit on the demo project (see the module docstring)."""
+    topo = emulator.topology()
+    conn = openstack.connect(
+        auth_url=topo["auth_url"],
+        username="admin",
+        password="admin-password",  # noqa: S106 (the emulator's default topology)
+        project_name="admin",
+        user_domain_name="Default",
+        project_domain_name="Default",
+        region_name=topo["region_name"],
+    )
+    try:
+        conn.network.update_quota(topo["project_id"], **UNLIMITED)
+    finally:
+        conn.close()
 
 
 def service_body(name: str, *, port: int = 80, target_port: int = 8080) -> dict[str, Any]:
@@ -110,9 +151,11 @@ class Environment:
                 LocalControlPlane.start(toolchain=toolchain, folder=base / "plane", keep=keep)
             )
             emulator = start_emulator(
-                config=CloudConfig(timing=TimingProfile.named(profile)), port=0
+                config=CloudConfig(timing=TimingProfile.named(profile), topology=bench_topology()),
+                port=0,
             )
             stack.callback(emulator.stop)
+            lift_quotas(emulator)
             kube = KubeApi(api_client=api_client(kubeconfig=plane.kubeconfig))
             stack.callback(kube.close)
             with contextlib.suppress(KubeError):  # already there on a reused plane
