@@ -8,7 +8,11 @@
   as the faults file); ``POST /admin/faults/rules`` and ``POST /admin/faults/loadbalancers``
   append one rule; ``GET /admin/faults/fired`` counts how often each rule fired.
 * ``PUT /admin/loadbalancers/{id}/status``: force ``provisioning_status`` (and optionally
-  ``operating_status``) of an existing LB, e.g. ``{"provisioning_status": "ERROR"}``.
+  ``operating_status``) of an existing LB, e.g. ``{"provisioning_status": "ERROR"}``. Forced to
+  ``ACTIVE`` or ``ERROR``, its listeners, pools, members and monitors still ``PENDING_*`` get the
+  same status: what an Octavia operator does in the database to un-stick a load balancer whose
+  operation never finished (otherwise a listener created under it would stay
+  ``PENDING_CREATE`` for ever).
 """
 
 from __future__ import annotations
@@ -102,6 +106,11 @@ class AdminResponses:
                 lb["_op"] = {"due": None, "lb_to": "ACTIVE", "children": []}
             else:
                 lb.pop("_op", None)
+            store.put("loadbalancer", lb)
+            if not status.startswith("PENDING_"):
+                self._settle_children(lb["id"], status)
+                self.cloud.octavia.refresh_operating_status(lb["id"])
+                lb = store.get("loadbalancer", lb["id"]) or lb
             if body.get("operating_status"):
                 lb["operating_status"] = str(body["operating_status"])
             elif status == "ERROR":
@@ -110,3 +119,11 @@ class AdminResponses:
         return Response(
             200, {"loadbalancer": {k: v for k, v in lb.items() if not k.startswith("_")}}
         )
+
+    def _settle_children(self, lb_id: str, status: str) -> None:
+        store = self.cloud.store
+        for kind in ("listener", "pool", "member", "healthmonitor"):
+            for record in self.cloud.octavia.children(kind, lb_id):
+                if str(record.get("provisioning_status", "")).startswith("PENDING_"):
+                    record["provisioning_status"] = status
+                    store.put(kind, record)

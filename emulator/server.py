@@ -13,17 +13,22 @@ gives the real port at once), starts a thread that owns a fresh event loop, and 
 aiohttp site serves. Requests run :class:`~emulator.app.EmulatorApp` on a thread pool owned by
 the handle. :meth:`EmulatorHandle.stop` closes the site and every connection (idle keep-alive
 ones at once, busy ones after at most ``SHUTDOWN_TIMEOUT`` seconds), stops the loop, joins the
-thread, shuts the pool down and closes the store: nothing is left running.
+thread, shuts the pool down and closes the store: nothing is left running; a second ``stop`` does
+nothing. :meth:`EmulatorHandle.restart` stops and serves the same configuration again on the same
+host and port (so clients' auth URLs stay valid); with a ``state_file`` the cloud comes back as
+it was, as a restarted ``python -m emulator --state-file ... --port ...`` does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,7 @@ class EmulatorHandle:
     host: str
     port: int
     _serving: _Serving
+    _stopped: bool = field(default=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -91,10 +97,32 @@ class EmulatorHandle:
 
     def stop(self) -> None:
         """Stop serving and release everything: connections, socket, threads, store."""
+        if self._stopped:
+            return
+        self._stopped = True
         try:
             self._serving.close()
         finally:
             self.cloud.close()
+
+
+    def restart(self, *, timeout: float = 30.0) -> EmulatorHandle:
+        """Stop, then serve ``self.cloud.config`` again on the same host and port: a new handle.
+
+        The cloud is what the config's ``state_file`` kept (without one it is freshly seeded);
+        the fault rules are those of the config, with fresh counts, as after a process restart.
+        The port may be briefly taken (a client's outgoing connection can hold it): binding is
+        retried until ``timeout``.
+        """
+        self.stop()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return start(host=self.host, port=self.port, config=self.cloud.config)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
 
 async def _serve(*, app: web.Application, sock: socket.socket) -> web.AppRunner:

@@ -130,3 +130,22 @@ def test_python_m_emulator_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
             proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_restart_serves_the_state_file_on_the_same_port(tmp_path: Path) -> None:
+    handle = start(config=CloudConfig(state_file=tmp_path / "cloud.db"))
+    try:
+        topo = handle.topology()
+        with handle.cloud.store.lock:
+            lb = {"id": "lb-1", "name": "kept", "provisioning_status": "ACTIVE"}
+            handle.cloud.store.put("loadbalancer", lb)
+        port = handle.port
+        restarted = handle.restart()
+        handle.stop()  # a second stop does nothing
+        assert restarted.port == port
+        assert restarted.topology() == topo  # the clients' auth URL and IDs stay valid
+        assert requests.get(f"{restarted.url}/admin/health", timeout=10).status_code == 200
+        assert restarted.cloud.inventory()["created"] == {"loadbalancers": ["lb-1"]}
+        handle = restarted
+    finally:
+        handle.stop()

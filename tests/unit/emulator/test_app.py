@@ -6,7 +6,9 @@ import json
 
 from emulator.app import EmulatorApp
 from emulator.cloud import Cloud
-from emulator.faults import FaultConfig, FaultRule
+from emulator.context import AuthContext
+from emulator.faults import FaultConfig, FaultRule, LbFault
+from emulator.timing import ManualClock
 
 
 def test_handle_answers_with_request_id_and_json(cloud: Cloud) -> None:
@@ -50,3 +52,35 @@ def test_drop_fault_answers_none(cloud: Cloud) -> None:
     assert answers[0] is None  # drop the connection
     assert answers[1] is not None  # count=1: once only
     assert answers[1].status == 300
+
+
+def test_forcing_a_stuck_lb_active_settles_its_pending_children(
+    cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    """What an operator does in Octavia's database when an operation never finishes."""
+    lb = cloud.octavia.create_loadbalancer(ctx, {"name": "lb", "vip_subnet_id": topo["subnet_id"]})
+    clock.advance(5)
+    cloud.advance()
+    cloud.faults.configure(FaultConfig(loadbalancers=(LbFault(outcome="stuck", phase="update"),)))
+    listener = cloud.octavia.create_listener(
+        ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
+    )
+    clock.advance(3600)
+    cloud.advance()
+    assert cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"] == (
+        "PENDING_CREATE"
+    )
+    response = EmulatorApp(cloud=cloud).handle(
+        method="PUT",
+        path=f"/admin/loadbalancers/{lb['id']}/status",
+        query_string="",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"provisioning_status": "ACTIVE"}).encode(),
+        base_url="http://e",
+    )
+    assert response is not None
+    assert response.status == 200
+    shown = cloud.octavia.get("loadbalancer", lb["id"], ctx)
+    assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ONLINE")
+    assert cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"] == "ACTIVE"
+    cloud.octavia.delete_loadbalancer(ctx, lb["id"], cascade=True)  # mutable again
