@@ -105,7 +105,6 @@ class EmulatorHandle:
         finally:
             self.cloud.close()
 
-
     def restart(self, *, timeout: float = 30.0) -> EmulatorHandle:
         """Stop, then serve ``self.cloud.config`` again on the same host and port: a new handle.
 
