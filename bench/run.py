@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -141,8 +142,15 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
         )
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C: the environment stops its controller, kube-apiserver and
+    etcd instead of leaving them running (and loading the machine) after the run is killed."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     load_start = os.getloadavg()
     started = time.monotonic()
     result: dict[str, Any] = {
