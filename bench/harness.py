@@ -13,7 +13,11 @@ measuring needs:
   :class:`bench.procfs.Sampler`, stop and restart;
 * the cloud's leftovers (the emulator's inventory ``created``) and the stack listing
   (``lb-reconciler stacks -o json``), for orphan counts;
-* :meth:`Environment.run_baseline`: :mod:`bench.baseline_job` as a child process, sampled.
+* :meth:`Environment.run_baseline`: :mod:`bench.baseline_job` as a child process, sampled;
+* for the chaos run (:mod:`bench.chaos`): :meth:`Environment.kill_controller` (SIGKILL to the
+  controller's process group, its ``pulumi`` children included, as when a pod dies) and
+  :meth:`Environment.restart_emulator` (same port, the cloud kept in ``emulator.db`` when the
+  environment was started with ``emulator_state=True``).
 
 The emulator's cloud is sized for hundreds of load balancers, as an operator would size a real
 project for them: the default topology with ``/20`` networks (the default ``/24`` holds 241
@@ -26,12 +30,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +137,7 @@ class Environment:
     watch: ServiceWatch
     profile: str
     workers: int
+    controller_args: tuple[str, ...] = ()
     controller: subprocess.Popen[bytes] | None = None
     metrics_url: str = ""
     started_at: float = 0.0  # monotonic, just after the controller process was spawned
@@ -139,8 +146,16 @@ class Environment:
     @classmethod
     @contextlib.contextmanager
     def running(
-        cls, *, profile: str, workers: int, folder: Path | None = None
+        cls,
+        *,
+        profile: str,
+        workers: int,
+        folder: Path | None = None,
+        emulator_state: bool = False,
+        controller_args: Sequence[str] = (),
     ) -> Iterator[Environment]:
+        """``emulator_state``: keep the cloud in ``<folder>/emulator.db`` (needed by
+        :meth:`restart_emulator`); ``controller_args``: appended to ``lb-reconciler run``."""
         toolchain = find_toolchain()
         base = folder or Path(tempfile.mkdtemp(prefix="lbr-bench-"))
         keep = folder is not None  # a folder given is kept, with the logs and the state
@@ -151,7 +166,11 @@ class Environment:
                 LocalControlPlane.start(toolchain=toolchain, folder=base / "plane", keep=keep)
             )
             emulator = start_emulator(
-                config=CloudConfig(timing=TimingProfile.named(profile), topology=bench_topology()),
+                config=CloudConfig(
+                    timing=TimingProfile.named(profile),
+                    topology=bench_topology(),
+                    state_file=base / "emulator.db" if emulator_state else None,
+                ),
                 port=0,
             )
             stack.callback(emulator.stop)
@@ -181,7 +200,9 @@ class Environment:
                 watch=watch,
                 profile=profile,
                 workers=workers,
+                controller_args=tuple(controller_args),
             )
+            stack.callback(lambda: env.emulator.stop())  # the current one, after a restart
             stack.callback(env.stop_controller)  # runs first
             yield env
 
@@ -194,7 +215,8 @@ class Environment:
     def start_controller(self, *, timeout: float = 120.0) -> subprocess.Popen[bytes]:
         """Start ``lb-reconciler run``; return once its ``/metrics`` answers."""
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        proc = self.demo.start_controller(self.kube, extra_args=["--workers", str(self.workers)])
+        args = ["--workers", str(self.workers), *self.controller_args]
+        proc = self.demo.start_controller(self.kube, extra_args=args)
         self.started_at = time.monotonic()
         self.controller = proc
         wait_for(self._found_url, what="the controller's /metrics address", timeout=timeout)
@@ -233,6 +255,18 @@ class Environment:
         if self.controller is not None:
             stop_process(self.controller)
             self.controller = None
+
+    def kill_controller(self) -> None:
+        """SIGKILL the controller and every process of its session (``pulumi`` and plugins)."""
+        if self.controller is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.controller.pid, signal.SIGKILL)
+            self.controller.wait(timeout=30)
+            self.controller = None
+
+    def restart_emulator(self) -> None:
+        """Stop the emulator and serve its cloud again on the same port (see the docstring)."""
+        self.emulator = self.emulator.restart()
 
     def http(self, path: str) -> tuple[int, str]:
         try:
