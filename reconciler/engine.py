@@ -58,6 +58,7 @@ from pulumi import automation as auto
 
 from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
+from reconciler.engine_errored import cascade_delete, needs_cascade
 from reconciler.engine_errors import (
     EngineError,
     InterruptedOperationError,
@@ -429,12 +430,15 @@ class ServiceStack:
         shared = bool(outputs.get("shared"))
         released = False
         tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
-        if lb_id and not shared and self._others_on(lb_id):
+        rest = self.engine.rest()  # one Keystone login for the lookups below
+        if lb_id and not shared and self._others_on(rest, lb_id):
             stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
             self._deadline(
                 lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release"
             )
             released = True
+        elif lb_id and not shared:
+            self._cascade_if_errored(rest, stack, lb_id)
         self._deadline(
             lambda: engine_run.destroy(stack, on_output=_quiet),
             stack=stack,
@@ -496,18 +500,33 @@ class ServiceStack:
         if imports is not None:
             self._imports = imports
 
+    def _cascade_if_errored(self, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
+        """An owned load balancer in ERROR is deleted with cascade, then the state refreshed,
+        since ``destroy`` cannot delete its children one by one (see engine_errored)."""
+        if not needs_cascade(rest.load_balancer(lb_id)):
+            return
+        settings = self.engine.settings
+        cascade_delete(
+            rest,
+            lb_id,
+            stack_name=self.name,
+            timeout=settings.operation_timeout,
+            cancelled=self.engine.cancelled,
+        )
+        self._deadline(
+            lambda: engine_run.refresh(stack, on_output=_quiet), stack=stack, doing="refresh"
+        )
+
     # --- shared load balancers ---------------------------------------------------------------
 
-    def _others_on(self, lb_id: str) -> bool:
+    def _others_on(self, rest: OpenStackRest, lb_id: str) -> bool:
         """Whether listeners of other Services are on load balancer ``lb_id`` (each listener is
         tagged with its Service's load balancer name)."""
         ref = self.service
         ours = lb_name(
             cluster_name=self.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
         )
-        return any(
-            any(t != ours for t in tags if t) for tags in self.engine.rest().listener_tags(lb_id)
-        )
+        return any(any(t != ours for t in tags if t) for tags in rest.listener_tags(lb_id))
 
     def _delete_released(self, lb_id: str) -> bool:
         """As the last Service on a load balancer released by its owner, delete it."""
