@@ -12,7 +12,10 @@
   ``ACTIVE`` or ``ERROR``, its listeners, pools, members and monitors still ``PENDING_*`` get the
   same status: what an Octavia operator does in the database to un-stick a load balancer whose
   operation never finished (otherwise a listener created under it would stay
-  ``PENDING_CREATE`` for ever).
+  ``PENDING_CREATE`` for ever). ``DELETED`` removes it and everything under it, as finishing
+  a delete that never ended does. With ``"children": "all"``, every child gets the status, not
+  only the pending ones: the database fix for a load balancer that a failed flow left in
+  ``ERROR`` with children in ``ERROR`` too.
 """
 
 from __future__ import annotations
@@ -94,13 +97,17 @@ class AdminResponses:
     def force_status(self, req: Request) -> Response:
         body = self._body(req)
         status = body.get("provisioning_status")
-        if status not in _PROVISIONING:
-            raise BadRequest(f"provisioning_status must be one of {', '.join(_PROVISIONING)}.")
+        if status not in (*_PROVISIONING, "DELETED"):
+            allowed = ", ".join((*_PROVISIONING, "DELETED"))
+            raise BadRequest(f"provisioning_status must be one of {allowed}.")
         store = self.cloud.store
         with store.lock:
             lb = store.get("loadbalancer", req.params["id"])
             if lb is None:
                 raise NotFound(f"Load Balancer {req.params['id']} not found.")
+            if status == "DELETED":  # a delete that never finished, finished by hand
+                self.cloud.octavia.purge_lb(lb)
+                return Response(204)
             lb["provisioning_status"] = status
             if status.startswith("PENDING_"):
                 lb["_op"] = {"due": None, "lb_to": "ACTIVE", "children": []}
@@ -108,7 +115,7 @@ class AdminResponses:
                 lb.pop("_op", None)
             store.put("loadbalancer", lb)
             if not status.startswith("PENDING_"):
-                self._settle_children(lb["id"], status)
+                self._settle_children(lb["id"], status, every=body.get("children") == "all")
                 self.cloud.octavia.refresh_operating_status(lb["id"])
                 lb = store.get("loadbalancer", lb["id"]) or lb
             if body.get("operating_status"):
@@ -120,10 +127,11 @@ class AdminResponses:
             200, {"loadbalancer": {k: v for k, v in lb.items() if not k.startswith("_")}}
         )
 
-    def _settle_children(self, lb_id: str, status: str) -> None:
+    def _settle_children(self, lb_id: str, status: str, *, every: bool) -> None:
         store = self.cloud.store
         for kind in ("listener", "pool", "member", "healthmonitor"):
             for record in self.cloud.octavia.children(kind, lb_id):
-                if str(record.get("provisioning_status", "")).startswith("PENDING_"):
+                current = str(record.get("provisioning_status", ""))
+                if every or current.startswith("PENDING_"):
                     record["provisioning_status"] = status
                     store.put(kind, record)

@@ -193,7 +193,7 @@ class OctaviaBase:
 
     def _finish(self, lb: Record, op: dict[str, Any]) -> None:
         if op["lb_to"] == "DELETED":
-            self._purge_lb(lb)
+            self.purge_lb(lb)
             return
         for kind, rid, final in op["children"]:
             record = self.store.get(kind, rid)
@@ -210,7 +210,8 @@ class OctaviaBase:
         self.store.put("loadbalancer", lb)
         self.refresh_operating_status(lb["id"])
 
-    def _purge_lb(self, lb: Record) -> None:
+    def purge_lb(self, lb: Record) -> None:
+        """Remove a load balancer, everything under it and the VIP port it made."""
         for kind in ("healthmonitor", "member", "pool", "listener"):
             for record in self.children(kind, lb["id"]):
                 self.store.delete(kind, record["id"])

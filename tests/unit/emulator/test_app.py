@@ -84,3 +84,75 @@ def test_forcing_a_stuck_lb_active_settles_its_pending_children(
     assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ONLINE")
     assert cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"] == "ACTIVE"
     cloud.octavia.delete_loadbalancer(ctx, lb["id"], cascade=True)  # mutable again
+
+
+def test_forcing_an_errored_lb_active_with_all_children(
+    cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    """The database fix for a failed flow: ERROR children are settled only when asked."""
+    lb = cloud.octavia.create_loadbalancer(ctx, {"name": "lb", "vip_subnet_id": topo["subnet_id"]})
+    clock.advance(5)
+    cloud.advance()
+    cloud.faults.configure(FaultConfig(loadbalancers=(LbFault(outcome="error", phase="update"),)))
+    listener = cloud.octavia.create_listener(
+        ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
+    )
+    clock.advance(5)
+    cloud.advance()
+    app = EmulatorApp(cloud=cloud)
+
+    def force(body: dict[str, str]) -> None:
+        response = app.handle(
+            method="PUT",
+            path=f"/admin/loadbalancers/{lb['id']}/status",
+            query_string="",
+            headers={"Content-Type": "application/json"},
+            body=json.dumps(body).encode(),
+            base_url="http://e",
+        )
+        assert response is not None
+        assert response.status == 200
+
+    def statuses() -> tuple[str, str]:
+        return (
+            cloud.octavia.get("loadbalancer", lb["id"], ctx)["provisioning_status"],
+            cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"],
+        )
+
+    assert statuses() == ("ERROR", "ERROR")
+    force({"provisioning_status": "ACTIVE"})
+    assert statuses() == ("ACTIVE", "ERROR")  # only PENDING children follow by default
+    force({"provisioning_status": "ACTIVE", "children": "all"})
+    assert statuses() == ("ACTIVE", "ACTIVE")
+    cloud.octavia.delete_loadbalancer(ctx, lb["id"], cascade=True)
+
+
+def test_forcing_a_stuck_delete_to_deleted_removes_the_lb(
+    cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    lb = cloud.octavia.create_loadbalancer(ctx, {"name": "lb", "vip_subnet_id": topo["subnet_id"]})
+    clock.advance(5)
+    cloud.advance()
+    cloud.octavia.create_listener(
+        ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
+    )
+    clock.advance(5)
+    cloud.advance()
+    cloud.faults.configure(FaultConfig(loadbalancers=(LbFault(outcome="stuck", phase="delete"),)))
+    cloud.octavia.delete_loadbalancer(ctx, lb["id"], cascade=True)
+    clock.advance(3600)
+    cloud.advance()
+    assert cloud.store.get("loadbalancer", lb["id"])["provisioning_status"] == "PENDING_DELETE"
+    response = EmulatorApp(cloud=cloud).handle(
+        method="PUT",
+        path=f"/admin/loadbalancers/{lb['id']}/status",
+        query_string="",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"provisioning_status": "DELETED"}).encode(),
+        base_url="http://e",
+    )
+    assert response is not None
+    assert response.status == 204
+    assert cloud.store.get("loadbalancer", lb["id"]) is None
+    assert cloud.store.all("listener") == []
+    assert lb["vip_port_id"] not in {p["id"] for p in cloud.store.all("port")}
