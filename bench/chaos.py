@@ -14,10 +14,14 @@ in a SQLite file, ``lb-reconciler run`` as a process), then, until ``--duration`
 * **emulator restarts**: the emulator stopped and served again on the same port from its SQLite
   file (the fault rules with count left are put back, as an operator's faults file would be).
 
-A load balancer ``PENDING_*`` for longer than ``--unstick-after`` seconds is set ``ACTIVE``
-through ``PUT /admin/loadbalancers/{id}/status``, as an Octavia operator fixes one in the
-database (counted as an operator action). At the end every fault is cleared, the controller is
-given up to ``--settle`` seconds to converge, and :func:`bench.invariants.check` decides.
+A load balancer ``PENDING_*`` for longer than ``--unstick-after`` seconds, or in ``ERROR``
+that long under a live Service, is set ``ACTIVE`` (with its children; a stuck delete is
+finished instead) through ``PUT /admin/loadbalancers/{id}/status``, as an Octavia operator
+fixes one in the database (counted as an operator action, see :func:`operator_fix`).
+Neither the controller nor OCCM can do that themselves: a stuck operation never ends, and
+failover is an admin API. A load balancer in ``ERROR`` of a deleted Service is left to the
+controller, which deletes it with cascade. At the end every fault is cleared, the controller
+is given up to ``--settle`` seconds to converge, and :func:`bench.invariants.check` decides.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ import contextlib
 import dataclasses
 import json
 import random
+import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +47,7 @@ from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment
 from bench.invariants import Violation, check, node_addresses, service_view
 from emulator.faults import FaultConfig, FaultRule, LbFault
 from reconciler.kubeio import KubeError
+from reconciler.model import naming
 from reconciler.model.annotations import CONNECTION_LIMIT
 
 HELP = """\
@@ -146,6 +153,20 @@ def draw_fault(rng: random.Random, kind: str) -> FaultRule | LbFault:
     return FaultRule(operation=operation, rate=rate, status=status, count=count)
 
 
+def operator_fix(lb: Mapping[str, Any], *, live_names: Collection[str]) -> tuple[str, str] | None:
+    """What an Octavia operator does about this load balancer, as (action, status to force):
+    a stuck delete is finished, another stuck operation or an ``ERROR`` under a live Service
+    (``live_names``: their load balancer names) is set ``ACTIVE``; None: nothing."""
+    status = str(lb.get("provisioning_status", ""))
+    if status == "PENDING_DELETE":
+        return "finish_stuck_delete", "DELETED"
+    if status.startswith("PENDING_"):
+        return "unstick_pending_lb", "ACTIVE"
+    if status == "ERROR" and lb.get("name") in live_names:
+        return "repair_error_lb", "ACTIVE"
+    return None
+
+
 def service_ports(rng: random.Random) -> list[dict[str, Any]]:
     chosen = sorted(rng.sample(PORTS, rng.randint(1, 3)))
     return [
@@ -160,7 +181,7 @@ class Chaos:
         self.rng = random.Random(options.seed)
         self.counts = Counts()
         self.injected: list[Injected] = []
-        self.pending_since: dict[str, float] = {}
+        self.sick_since: dict[str, float] = {}  # load balancer ID -> first seen sick
         self.serial = 0
         self.nodes: dict[str, str] = {}  # chaos Nodes: name -> IP
 
@@ -290,28 +311,36 @@ class Chaos:
                 self._arm(item, rule=dataclasses.replace(item.rule, count=left))
 
     def patrol(self, *, unstick_after: float) -> None:
-        """Restart a controller that exited by itself; un-stick long-PENDING load balancers."""
+        """Restart a controller that exited by itself; play the Octavia operator for load
+        balancers stuck ``PENDING_*``, or in ``ERROR`` under a live Service, for longer than
+        ``unstick_after`` (a load balancer in ERROR of a deleted Service is the controller's
+        to delete, with cascade)."""
         proc = self.env.controller
         if proc is not None and proc.poll() is not None:
             self.counts.controller_exits.append(proc.returncode)
             self.env.controller = None
             self.env.start_controller()
         now = time.monotonic()
-        pending = {
-            lb["id"]
-            for lb in self.env.inventory().get("loadbalancers", [])
-            if str(lb.get("provisioning_status", "")).startswith("PENDING_")
+        live = {
+            naming.lb_name(cluster_name=CLUSTER, namespace=NAMESPACE, name=s["metadata"]["name"])
+            for s in self.services()
+            if not s["metadata"].get("deletionTimestamp")
         }
-        for lb_id in list(self.pending_since):
-            if lb_id not in pending:
-                del self.pending_since[lb_id]
-        for lb_id in pending:
-            since = self.pending_since.setdefault(lb_id, now)
+        sick = {}
+        for lb in self.env.inventory().get("loadbalancers", []):
+            if (fix := operator_fix(lb, live_names=live)) is not None:
+                sick[lb["id"]] = fix
+        for lb_id in list(self.sick_since):
+            if lb_id not in sick:
+                del self.sick_since[lb_id]
+        for lb_id, (action, status) in sick.items():
+            since = self.sick_since.setdefault(lb_id, now)
             if now - since >= unstick_after:
                 url = f"{self.env.emulator.url}/admin/loadbalancers/{lb_id}/status"
-                requests.put(url, json={"provisioning_status": "ACTIVE"}, timeout=30)
-                self.counts.operator_actions["unstick_pending_lb"] += 1
-                del self.pending_since[lb_id]
+                body = {"provisioning_status": status, "children": "all"}
+                requests.put(url, json=body, timeout=30)
+                self.counts.operator_actions[action] += 1
+                del self.sick_since[lb_id]
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -326,6 +355,7 @@ class Chaos:
             "kill": start + rng.uniform(0.5, 1.5) * o.kill_every,
             "emulator": start + rng.uniform(0.5, 1.5) * o.emulator_restart_every,
             "patrol": start,
+            "progress": start + 60.0,
         }
         every = {
             "op": o.op_every,
@@ -346,11 +376,22 @@ class Chaos:
             if now >= due["patrol"]:
                 self.patrol(unstick_after=o.unstick_after)
                 due["patrol"] = now + 2.0
+            if now >= due["progress"]:
+                print(f"[chaos] {round(now - start)} s: {self.progress()}", flush=True)
+                due["progress"] = now + 60.0
             for what, run in act.items():
                 if time.monotonic() >= due[what]:
                     run()
                     due[what] = time.monotonic() + rng.uniform(0.2, 1.8) * every[what]
             time.sleep(max(0.05, min(min(due.values()), end) - time.monotonic()))
+
+    def progress(self) -> str:
+        c = self.counts
+        return (
+            f"{sum(c.operations.values())} operations, "
+            f"{sum(c.faults_injected.values())} faults, {c.controller_kills} kills, "
+            f"{c.emulator_restarts} emulator restarts"
+        )
 
     def violations(self, *, with_stacks: bool) -> list[Violation]:
         services = [service_view(s) for s in self.services()]
@@ -373,6 +414,7 @@ class Chaos:
         started = time.monotonic()
         deadline = started + self.options.settle
         found: list[Violation] = []
+        shown = started
         while time.monotonic() < deadline:
             self.patrol(unstick_after=10.0)
             found = self.violations(with_stacks=False)
@@ -380,6 +422,12 @@ class Chaos:
                 found = self.violations(with_stacks=True)
                 if not found:
                     break
+            if time.monotonic() - shown >= 30.0:
+                shown = time.monotonic()
+                waited = round(shown - started)
+                print(f"[chaos] settling for {waited} s, {len(found)} violations left:", flush=True)
+                for v in found[:10]:
+                    print(f"[chaos]   {v}", flush=True)
             time.sleep(2.0)
         return found, time.monotonic() - started
 
@@ -480,8 +528,14 @@ def parse_args(argv: list[str] | None) -> tuple[Options, Path | None]:
     return options, a.out
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so the environment stops its processes."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     options, out = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     result: dict[str, Any] = {
         "started_at": datetime.now(tz=UTC).isoformat(timespec="seconds"),
         "command": " ".join(

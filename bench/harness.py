@@ -56,6 +56,7 @@ from emulator.server import start as start_emulator
 from emulator.timing import TimingProfile
 from emulator.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from reconciler.demo import NODES, Demo, stop_process
+from reconciler.engine_recovery import descendants, send_signal, start_time
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
@@ -257,10 +258,16 @@ class Environment:
             self.controller = None
 
     def kill_controller(self) -> None:
-        """SIGKILL the controller and every process of its session (``pulumi`` and plugins)."""
+        """SIGKILL the controller and all its descendants, as a container's end kills every
+        process in it. ``pulumi`` starts its plugins in process groups of their own, so
+        signalling the controller's group alone would leave them running, re-parented."""
         if self.controller is not None:
+            tree = descendants(self.controller.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.controller.pid, signal.SIGKILL)
+            for pid, started in tree:
+                if start_time(pid) == started:  # the same process, not a reused PID
+                    send_signal(pid, signal.SIGKILL)
             self.controller.wait(timeout=30)
             self.controller = None
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench.chaos import FAULTS, draw_fault, parse_args, service_ports
+import pytest
+
+from bench.chaos import FAULTS, draw_fault, operator_fix, parse_args, service_ports
 from bench.invariants import CLOUD, STACKS, ServiceView, check, node_addresses, service_view
 from emulator.faults import FaultRule, LbFault
 
@@ -248,3 +250,21 @@ def test_parse_args_defaults_and_out() -> None:
     assert str(out) == "r.json"
     options, out = parse_args([])
     assert (options.duration, out) == (1200.0, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "name", "expected"),
+    [
+        ("ACTIVE", "live", None),
+        ("PENDING_CREATE", "live", ("unstick_pending_lb", "ACTIVE")),
+        ("PENDING_UPDATE", "gone", ("unstick_pending_lb", "ACTIVE")),
+        ("PENDING_DELETE", "live", ("finish_stuck_delete", "DELETED")),
+        ("ERROR", "live", ("repair_error_lb", "ACTIVE")),
+        ("ERROR", "gone", None),  # the controller deletes it with cascade
+    ],
+)
+def test_operator_fixes_only_what_an_api_user_cannot(
+    status: str, name: str, expected: tuple[str, str] | None
+) -> None:
+    lb = {"id": "lb-1", "name": name, "provisioning_status": status}
+    assert operator_fix(lb, live_names={"live"}) == expected
