@@ -58,7 +58,11 @@ from pulumi import automation as auto
 
 from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine_errored import cascade_delete, needs_cascade
+from reconciler.engine_errored import (
+    cascade_delete,
+    needs_cascade,
+    retry_destroy_after_cascade,
+)
 from reconciler.engine_errors import (
     EngineError,
     InterruptedOperationError,
@@ -437,13 +441,27 @@ class ServiceStack:
                 lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release"
             )
             released = True
-        elif lb_id and not shared:
-            self._cascade_if_errored(rest, stack, lb_id)
-        self._deadline(
-            lambda: engine_run.destroy(stack, on_output=_quiet),
-            stack=stack,
-            doing="destroy",
-        )
+        owned = bool(lb_id) and not shared and not released
+        if owned and needs_cascade(rest.load_balancer(lb_id)):
+            self._cascade(rest, stack, lb_id)
+        try:
+            self._deadline(
+                lambda: engine_run.destroy(stack, on_output=_quiet), stack=stack, doing="destroy"
+            )
+        except EngineError as exc:
+            if not owned or not retry_destroy_after_cascade(exc):
+                raise
+            log.warning(
+                "destroy of stack %s failed; deleting load balancer %s with cascade, then "
+                "destroying again: %s",
+                self.name,
+                lb_id,
+                exc,
+            )
+            self._cascade(rest, stack, lb_id)
+            self._deadline(
+                lambda: engine_run.destroy(stack, on_output=_quiet), stack=stack, doing="destroy"
+            )
         try:
             stack.workspace.remove_stack(self.name)
         except auto.CommandError as exc:
@@ -500,11 +518,9 @@ class ServiceStack:
         if imports is not None:
             self._imports = imports
 
-    def _cascade_if_errored(self, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
-        """An owned load balancer in ERROR is deleted with cascade, then the state refreshed,
-        since ``destroy`` cannot delete its children one by one (see engine_errored)."""
-        if not needs_cascade(rest.load_balancer(lb_id)):
-            return
+    def _cascade(self, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
+        """Delete the stack's own load balancer with cascade (when it still exists), then
+        refresh, so the state forgets what the cascade removed (see engine_errored)."""
         settings = self.engine.settings
         cascade_delete(
             rest,

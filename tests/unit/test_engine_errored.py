@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.engine_errored import needs_cascade
+from reconciler.engine_errored import needs_cascade, retry_destroy_after_cascade
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,22 @@ def test_only_a_load_balancer_in_error_is_cascaded(
     lb: dict[str, str] | None, expected: bool
 ) -> None:
     assert needs_cascade(lb) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'got 400 instead: {"faultstring": "Validation failure: Cannot delete Load Balancer '
+            "20f16ce4-5b0a-45d5-b68f-2a239996b26b - it has children. Delete them first or pass "
+            'cascade=true."}',
+            True,
+        ),
+        ("Unable to retrieve parent openstack_lb_pool_v2 (9382a12f) for the monitor", True),
+        ("Error waiting for pool p to become ACTIVE: unexpected state 'ERROR', wanted", True),
+        ("Invalid state PENDING_UPDATE of loadbalancer resource lb-1", False),  # retried later
+        ("Quota exceeded for resources: ['floatingip']", False),
+    ],
+)
+def test_which_failed_destroys_a_cascade_gets_past(text: str, expected: bool) -> None:
+    assert retry_destroy_after_cascade(RuntimeError(text)) is expected
