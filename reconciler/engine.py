@@ -60,6 +60,7 @@ from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
 from reconciler.engine_errored import (
     cascade_delete,
+    delete_unadopted,
     needs_cascade,
     retry_destroy_after_cascade,
 )
@@ -430,6 +431,7 @@ class ServiceStack:
         if outputs is None:
             self._recover(stack)
             outputs = self._outputs(stack)
+        unadopted, self._imports = self._imports, {}
         lb_id = str(outputs.get("lb_id") or "")
         shared = bool(outputs.get("shared"))
         released = False
@@ -441,6 +443,14 @@ class ServiceStack:
                 lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release"
             )
             released = True
+        if unadopted:  # found by the recovery, never in the state: destroy would leave them
+            delete_unadopted(
+                rest,
+                unadopted,
+                stack_name=self.name,
+                timeout=self.engine.settings.operation_timeout,
+                cancelled=self.engine.cancelled,
+            )
         owned = bool(lb_id) and not shared and not released
         if owned and needs_cascade(rest.load_balancer(lb_id)):
             self._cascade(rest, stack, lb_id)

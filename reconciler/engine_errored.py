@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.engine_errors import UpTimeoutError
-from reconciler.openstack_rest import OpenStackRest
+from reconciler.openstack_rest import OpenStackRest, OpenStackRestError
 
 log = logging.getLogger("reconciler.engine")
 
@@ -71,21 +71,59 @@ def cascade_delete(
     timeout: float,
     cancelled: threading.Event,
 ) -> None:
-    """Delete ``lb_id`` with cascade, then wait (bounded by ``timeout``) until Octavia no longer
-    has it. Raises :class:`UpTimeoutError` (retryable) past the deadline, or when ``cancelled``
-    is set."""
+    """Delete ``lb_id`` with cascade, once it is not ``PENDING_*`` (Octavia answers 409 then),
+    and wait until Octavia no longer has it, all within ``timeout``. Raises
+    :class:`UpTimeoutError` (retryable) past the deadline, or when ``cancelled`` is set."""
     log.warning("deleting load balancer %s with cascade (stack %s)", lb_id, stack_name)
-    if rest.load_balancer(lb_id) is None:
-        return
-    rest.delete_load_balancer(lb_id)
     deadline = time.monotonic() + timeout
     wait = FIRST_WAIT
-    while rest.load_balancer(lb_id) is not None:
+    asked = False
+    while (lb := rest.load_balancer(lb_id)) is not None:
+        if not asked and not str(lb.get("provisioning_status", "")).startswith("PENDING_"):
+            try:
+                rest.delete_load_balancer(lb_id)
+                asked = True
+            except OpenStackRestError as exc:
+                if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile
+                    raise
         left = deadline - time.monotonic()
         if left <= 0 or cancelled.wait(min(wait, left)):
             raise UpTimeoutError(
-                f"load balancer {lb_id} (ERROR, deleted with cascade) was still there after "
+                f"load balancer {lb_id} (to delete with cascade) was still there after "
                 f"{timeout:.0f}s; the next sync retries",
                 stack=stack_name,
             )
         wait = min(wait * BACKOFF, MAX_WAIT)
+
+
+# Logical names (stacks/program.py) of the objects that hang from nothing the stack declares.
+_TOP_LEVEL = {"lb": "loadbalancer", "fip": "floatingip", "sg": "security_group"}
+
+
+def unadopted_deletions(imports: Mapping[str, str]) -> list[tuple[str, str]]:
+    """What ``delete`` removes itself, as (kind, cloud ID): the top-level objects that an
+    interrupted create made and the recovery found (``imports``, logical name -> ID), which the
+    state never saw, so ``destroy`` would leave them. Their children go with the load balancer's
+    cascade; a listener on the stack's own load balancer makes ``destroy`` cascade it."""
+    return [(_TOP_LEVEL[name], ident) for name, ident in imports.items() if name in _TOP_LEVEL]
+
+
+def delete_unadopted(
+    rest: OpenStackRest,
+    imports: Mapping[str, str],
+    *,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> None:
+    """Delete what :func:`unadopted_deletions` lists (the load balancer first, with cascade)."""
+    for kind, ident in sorted(unadopted_deletions(imports), key=lambda d: d[0] != "loadbalancer"):
+        log.warning(
+            "stack %s: deleting %s %s, made by an interrupted create", stack_name, kind, ident
+        )
+        if kind == "loadbalancer":
+            cascade_delete(rest, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
+        elif kind == "floatingip":
+            rest.delete_floating_ip(ident, missing_ok=True)
+        else:
+            rest.delete_security_group(ident, missing_ok=True)

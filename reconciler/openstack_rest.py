@@ -238,8 +238,19 @@ class OpenStackRest:
         found: list[dict[str, Any]] = payload.get("floatingips", [])
         return found
 
-    def delete_floating_ip(self, fip_id: str) -> None:
-        self._send("DELETE", self._url("network", f"v2.0/floatingips/{fip_id}"))
+    def delete_floating_ip(self, fip_id: str, *, missing_ok: bool = False) -> None:
+        self._delete(self._url("network", f"v2.0/floatingips/{fip_id}"), missing_ok=missing_ok)
+
+    def delete_security_group(self, group_id: str, *, missing_ok: bool = False) -> None:
+        url = self._url("network", f"v2.0/security-groups/{group_id}")
+        self._delete(url, missing_ok=missing_ok)
+
+    def _delete(self, url: str, *, missing_ok: bool) -> None:
+        try:
+            self._send("DELETE", url)
+        except OpenStackRestError as exc:
+            if not (missing_ok and "HTTP 404" in str(exc)):
+                raise
 
     # --- read-only lookups of an OCCM load balancer, for `lb-reconciler adopt` ---------------
 

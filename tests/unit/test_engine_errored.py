@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.engine_errored import needs_cascade, retry_destroy_after_cascade
+from reconciler.engine_errored import (
+    needs_cascade,
+    retry_destroy_after_cascade,
+    unadopted_deletions,
+)
 
 
 @pytest.mark.parametrize(
@@ -40,3 +44,13 @@ def test_only_a_load_balancer_in_error_is_cascaded(
 )
 def test_which_failed_destroys_a_cascade_gets_past(text: str, expected: bool) -> None:
     assert retry_destroy_after_cascade(RuntimeError(text)) is expected
+
+
+def test_delete_removes_the_top_level_objects_the_state_never_saw() -> None:
+    imports = {"lb": "lb-1", "fip": "fip-1", "sg": "sg-1", "listener-tcp-80": "li-1"}
+    assert sorted(unadopted_deletions(imports)) == [
+        ("floatingip", "fip-1"),
+        ("loadbalancer", "lb-1"),
+        ("security_group", "sg-1"),
+    ]  # the listener goes with its load balancer's cascade
+    assert unadopted_deletions({}) == []

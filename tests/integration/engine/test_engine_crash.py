@@ -23,8 +23,10 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
+from reconciler.engine import ServiceStack
 from reconciler.engine_errors import EngineError
 from reconciler.engine_recovery import alive, children_running, descendants, start_time
+from reconciler.model import LoadBalancerSpec
 from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 
@@ -53,12 +55,9 @@ def _pending(state_file: Path) -> list[dict[str, Any]]:
     return ops
 
 
-def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
-    env = slow_env
-    config = env.config()
-    svc = service("crash")
-    spec = spec_for(svc, config)
-    stack = env.engine(config).stack(service=spec.service)
+def _kill_mid_lb_create(env: Env, stack: ServiceStack, spec: LoadBalancerSpec) -> Path:
+    """Run ``ensure`` and SIGKILL its ``pulumi`` while the load balancer's create is pending
+    (the cloud has it, the state does not); returns the state file."""
     state_file = (
         env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
     )
@@ -98,6 +97,16 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     locks = env.state_dir / "backend" / ".pulumi" / "locks"
     assert list(locks.rglob("*.json")), "the killed pulumi left its lock"
     assert len(env.cloud.lbs()) == 1
+    return state_file
+
+
+def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
+    env = slow_env
+    config = env.config()
+    svc = service("crash")
+    spec = spec_for(svc, config)
+    stack = env.engine(config).stack(service=spec.service)
+    state_file = _kill_mid_lb_create(env, stack, spec)
 
     result = stack.ensure(spec)
     assert result.changed
@@ -127,3 +136,19 @@ def test_a_torn_checkpoint_sidecar_does_not_wedge_the_stack(env: Env) -> None:
     assert not stack.ensure(spec).changed
     stack.delete()
     assert env.cloud.lbs() == []
+
+
+def test_kill_pulumi_mid_up_then_delete_leaves_nothing(slow_env: Env) -> None:
+    """The Service is deleted while the controller is down: the restarted controller's first
+    operation on the stack is ``delete``. The load balancer whose create was cut off is in the
+    cloud but not in the state; ``destroy`` alone would leave it (found by the chaos run)."""
+    env = slow_env
+    config = env.config()
+    spec = spec_for(service("crash-then-delete"), config)
+    _kill_mid_lb_create(env, env.engine(config).stack(service=spec.service), spec)
+
+    restarted = env.engine(config).stack(service=spec.service)  # a new process, no memory
+    assert restarted.delete().existed
+
+    assert env.cloud.lbs() == []
+    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
