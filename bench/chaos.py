@@ -43,7 +43,7 @@ from typing import Any
 
 import requests
 
-from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment
+from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment, service_body
 from bench.invariants import Violation, check, node_addresses, service_view
 from emulator.faults import FaultConfig, FaultRule, LbFault
 from reconciler.kubeio import KubeError
@@ -219,17 +219,7 @@ class Chaos:
         if kind == "create":
             self.serial += 1
             name = f"chaos-{self.serial:04d}"
-            body = {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": name, "namespace": NAMESPACE},
-                "spec": {
-                    "type": "LoadBalancer",
-                    "selector": {"app": name},
-                    "ports": service_ports(self.rng),
-                },
-            }
-            kube.create(SERVICES, body)
+            kube.create(SERVICES, service_body(name, ports=service_ports(self.rng)))
         elif kind == "update":
             name = self.rng.choice(live)
             if self.rng.random() < 0.5:

@@ -100,16 +100,20 @@ def lift_quotas(emulator: EmulatorHandle) -> None:
         conn.close()
 
 
-def service_body(name: str, *, port: int = 80, target_port: int = 8080) -> dict[str, Any]:
+def service_body(
+    name: str,
+    *,
+    port: int = 80,
+    target_port: int = 8080,
+    ports: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A LoadBalancer Service in the benchmark's namespace: one TCP port, or ``ports``."""
+    one = {"name": "tcp", "protocol": "TCP", "port": port, "targetPort": target_port}
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": name},
-            "ports": [{"name": "tcp", "protocol": "TCP", "port": port, "targetPort": target_port}],
-        },
+        "spec": {"type": "LoadBalancer", "selector": {"app": name}, "ports": ports or [one]},
     }
 
 

@@ -149,6 +149,19 @@ def env(toolchain: Toolchain, topo: dict[str, Any], cloud: Cloud, tmp_path: Path
     wait_until(lambda: cloud.created() == {} or None, timeout=15)
 
 
+@pytest.fixture
+def fault_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[tuple[Env, str]]:
+    """An emulator of its own (its faults touch no other test) and its admin URL."""
+    handle: EmulatorHandle = start(config=EmulatorConfig(timing=INSTANT))
+    try:
+        cloud = Cloud(handle)
+        env = Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
+        yield env, cloud.url
+        wait_until(lambda: cloud.created() == {} or None, timeout=15)
+    finally:
+        handle.stop()
+
+
 def only(records: list[dict[str, Any]]) -> dict[str, Any]:
     assert len(records) == 1, records
     return records[0]

@@ -10,64 +10,54 @@ the fix (reconciler/engine_errored.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
+from reconciler.engine import ServiceStack
 from reconciler.engine_errors import EngineError
 from reconciler.model.annotations import CONNECTION_LIMIT
-from reconciler.toolchain import Toolchain
-from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
+from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
 from tests.occm import connect
 
 TIMEOUT = 120.0  # operation_timeout: a destroy stuck on an ERROR child ends here (the bug)
 
 
-@pytest.fixture
-def fault_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[tuple[Env, str]]:
-    """An emulator of its own (its faults touch no other test) and its admin URL."""
-    handle: EmulatorHandle = start(config=EmulatorConfig(timing=INSTANT))
-    try:
-        cloud = Cloud(handle)
-        env = Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
-        yield env, cloud.url
-    finally:
-        handle.stop()
+def _applied(env: Env, name: str) -> tuple[ServiceStack, dict[str, Any], str]:
+    """A Service's stack after its first ``ensure``: the stack, the Service, the LB's ID."""
+    config = env.config()
+    svc = service(name)
+    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
+        service=spec_for(svc, config).service
+    )
+    return stack, svc, stack.ensure(spec_for(svc, config)).outputs["lb_id"]
+
+
+def _emptied(env: Env, stack: ServiceStack) -> None:
+    assert stack.delete().existed
+    assert env.cloud.lbs() == []
+    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
 
 
 def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
     fault_env: tuple[Env, str],
 ) -> None:
     env, admin = fault_env
-    config = env.config()
-    svc = service("broken", ports=[{"port": 80, "protocol": "TCP", "nodePort": 30080}])
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(svc, config).service
-    )
-    created = stack.ensure(spec_for(svc, config))
-    lb_id = created.outputs["lb_id"]
+    stack, svc, lb_id = _applied(env, "broken")
 
     # Octavia fails the next update: the load balancer and the listener go to ERROR
     fault = {"name": "kube_service_*_broken", "outcome": "error", "phase": "update"}
     requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
     svc["metadata"]["annotations"][CONNECTION_LIMIT] = "1000"
     with pytest.raises(EngineError):
-        stack.ensure(spec_for(svc, config))
+        stack.ensure(spec_for(svc, env.config()))
     requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
     lb = only(env.cloud.lbs())
     assert (lb["id"], lb["provisioning_status"]) == (lb_id, "ERROR")
     assert only(env.cloud.inventory()["listeners"])["provisioning_status"] == "ERROR"
 
-    result = stack.delete()
-
-    assert result.existed
-    assert env.cloud.lbs() == []
-    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
+    _emptied(env, stack)
     assert stack.delete().existed is False  # the stack is gone too
 
 
@@ -75,12 +65,7 @@ def test_delete_that_octavia_fails_midway_still_empties_the_cloud(
     fault_env: tuple[Env, str],
 ) -> None:
     env, admin = fault_env
-    config = env.config()
-    svc = service("failing", ports=[{"port": 80, "protocol": "TCP", "nodePort": 30080}])
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(svc, config).service
-    )
-    stack.ensure(spec_for(svc, config))
+    stack, _svc, _lb_id = _applied(env, "failing")
 
     # Octavia fails the first child delete: that child, its pool and the LB go to ERROR, and
     # destroy fails with "unexpected state 'ERROR'"; the engine cascades and destroys again
@@ -88,27 +73,15 @@ def test_delete_that_octavia_fails_midway_still_empties_the_cloud(
     requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
     fired_before = requests.get(f"{admin}/faults/fired", timeout=10).json()
 
-    result = stack.delete()
-
+    _emptied(env, stack)
     assert requests.get(f"{admin}/faults/fired", timeout=10).json() != fired_before
-    assert result.existed
-    assert env.cloud.lbs() == []
-    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
 
 
 def test_delete_with_a_child_the_state_does_not_know(fault_env: tuple[Env, str]) -> None:
     env, _admin = fault_env
-    config = env.config()
-    svc = service("unknown-child")
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(svc, config).service
-    )
-    lb_id = stack.ensure(spec_for(svc, config)).outputs["lb_id"]
+    stack, _svc, lb_id = _applied(env, "unknown-child")
     conn = connect(env.topo)  # a listener created, its answer lost before the checkpoint
     conn.load_balancer.create_listener(loadbalancer_id=lb_id, protocol="TCP", protocol_port=9999)
     wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "ACTIVE" or None, timeout=30)
 
-    assert stack.delete().existed
-
-    assert env.cloud.lbs() == []
-    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
+    _emptied(env, stack)

@@ -15,37 +15,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import requests
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
 from reconciler.engine_errors import UpTimeoutError
 from reconciler.engine_recovery import alive, children_running
-from reconciler.toolchain import Toolchain
-from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
+from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
 
 TIMEOUT = 8.0  # operation_timeout given to the engine
 GRACE = 20.0  # interrupt_grace: SIGINT, then SIGKILL after this long
 DEADLINE = TIMEOUT + 3 * GRACE + 30  # generous bound on ensure() raising
-
-
-@pytest.fixture
-def fault_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[tuple[Env, str]]:
-    """An emulator of its own (its faults touch no other test) and its admin URL."""
-    handle: EmulatorHandle = start(config=EmulatorConfig(timing=INSTANT))
-    try:
-        cloud = Cloud(handle)
-        env = Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
-        yield env, cloud.url
-        wait_until(lambda: cloud.created() == {} or None, timeout=15)
-    finally:
-        handle.stop()
 
 
 def _processes_of(marker: str) -> list[int]:

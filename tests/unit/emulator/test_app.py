@@ -54,6 +54,20 @@ def test_drop_fault_answers_none(cloud: Cloud) -> None:
     assert answers[1].status == 300
 
 
+def _force(cloud: Cloud, lb_id: str, body: dict[str, str]) -> int:
+    """``PUT /admin/loadbalancers/{id}/status``; the answer's status code."""
+    response = EmulatorApp(cloud=cloud).handle(
+        method="PUT",
+        path=f"/admin/loadbalancers/{lb_id}/status",
+        query_string="",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps(body).encode(),
+        base_url="http://e",
+    )
+    assert response is not None
+    return response.status
+
+
 def test_forcing_a_stuck_lb_active_settles_its_pending_children(
     cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
 ) -> None:
@@ -70,16 +84,7 @@ def test_forcing_a_stuck_lb_active_settles_its_pending_children(
     assert cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"] == (
         "PENDING_CREATE"
     )
-    response = EmulatorApp(cloud=cloud).handle(
-        method="PUT",
-        path=f"/admin/loadbalancers/{lb['id']}/status",
-        query_string="",
-        headers={"Content-Type": "application/json"},
-        body=json.dumps({"provisioning_status": "ACTIVE"}).encode(),
-        base_url="http://e",
-    )
-    assert response is not None
-    assert response.status == 200
+    assert _force(cloud, lb["id"], {"provisioning_status": "ACTIVE"}) == 200
     shown = cloud.octavia.get("loadbalancer", lb["id"], ctx)
     assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ONLINE")
     assert cloud.octavia.get("listener", listener["id"], ctx)["provisioning_status"] == "ACTIVE"
@@ -99,19 +104,6 @@ def test_forcing_an_errored_lb_active_with_all_children(
     )
     clock.advance(5)
     cloud.advance()
-    app = EmulatorApp(cloud=cloud)
-
-    def force(body: dict[str, str]) -> None:
-        response = app.handle(
-            method="PUT",
-            path=f"/admin/loadbalancers/{lb['id']}/status",
-            query_string="",
-            headers={"Content-Type": "application/json"},
-            body=json.dumps(body).encode(),
-            base_url="http://e",
-        )
-        assert response is not None
-        assert response.status == 200
 
     def statuses() -> tuple[str, str]:
         return (
@@ -120,9 +112,9 @@ def test_forcing_an_errored_lb_active_with_all_children(
         )
 
     assert statuses() == ("ERROR", "ERROR")
-    force({"provisioning_status": "ACTIVE"})
+    assert _force(cloud, lb["id"], {"provisioning_status": "ACTIVE"}) == 200
     assert statuses() == ("ACTIVE", "ERROR")  # only PENDING children follow by default
-    force({"provisioning_status": "ACTIVE", "children": "all"})
+    assert _force(cloud, lb["id"], {"provisioning_status": "ACTIVE", "children": "all"}) == 200
     assert statuses() == ("ACTIVE", "ACTIVE")
     cloud.octavia.delete_loadbalancer(ctx, lb["id"], cascade=True)
 
@@ -143,16 +135,7 @@ def test_forcing_a_stuck_delete_to_deleted_removes_the_lb(
     clock.advance(3600)
     cloud.advance()
     assert cloud.store.get("loadbalancer", lb["id"])["provisioning_status"] == "PENDING_DELETE"
-    response = EmulatorApp(cloud=cloud).handle(
-        method="PUT",
-        path=f"/admin/loadbalancers/{lb['id']}/status",
-        query_string="",
-        headers={"Content-Type": "application/json"},
-        body=json.dumps({"provisioning_status": "DELETED"}).encode(),
-        base_url="http://e",
-    )
-    assert response is not None
-    assert response.status == 204
+    assert _force(cloud, lb["id"], {"provisioning_status": "DELETED"}) == 204
     assert cloud.store.get("loadbalancer", lb["id"]) is None
     assert cloud.store.all("listener") == []
     assert lb["vip_port_id"] not in {p["id"] for p in cloud.store.all("port")}
