@@ -76,6 +76,8 @@ from reconciler.engine_plan import (
     OWNS_TAG,
     PROJECT,
     StackInfo,
+    carried_imports,
+    lost_lookups,
     output_tags,
     outputs_from_tags,
     secret_values,
@@ -102,7 +104,14 @@ from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY, main
+from stacks.program import (
+    CONFIG_NAMESPACE,
+    IMPORTS_KEY,
+    RELEASE_KEY,
+    SPEC_KEY,
+    adoptable_names,
+    main,
+)
 
 __all__ = [
     "DeleteResult",
@@ -289,7 +298,7 @@ class ServiceStack:
         spec = spec_for_stack(spec, tags=current)
         digest = spec.spec_hash()
         if not finished:
-            self._recover(stack)
+            self._recover(stack, spec)
         if imports:
             self._imports = {**self._imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):
@@ -352,9 +361,14 @@ class ServiceStack:
             tags = stack.list_tags() if existed else self._wanted_tags()
             spec = spec_for_stack(spec, tags=tags)
             pending = recover_pending(
-                stack=stack, stack_name=self.name, rest=self.engine.rest(), repair=False
+                stack=stack,
+                stack_name=self.name,
+                rest=self.engine.rest(),
+                carried=self._carried_imports() if existed else None,
+                lost=lost_lookups(spec) if existed else (),
+                repair=False,
             )
-            saved, self._imports = self._imports, {**self._imports, **(pending or {})}
+            saved, self._imports = self._imports, {**self._imports, **pending}
             self._imports.update(imports or {})
             try:
                 self._configure(stack, spec)
@@ -522,11 +536,39 @@ class ServiceStack:
             cancel=self.engine.cancelled,
         )
 
-    def _recover(self, stack: auto.Stack) -> None:
-        """Resolve what an interrupted operation left in the state (see engine_recovery)."""
-        imports = recover_pending(stack=stack, stack_name=self.name, rest=self.engine.rest())
-        if imports is not None:
-            self._imports = imports
+    def _recover(self, stack: auto.Stack, spec: LoadBalancerSpec | None = None) -> None:
+        """Resolve what an interrupted or failed operation left (see engine_recovery): the
+        objects found become the next ``up``'s imports. With the ``spec`` about to be applied,
+        the objects it also wants are looked for when the state lacks them, and a found object
+        it does not declare (a port since removed) is deleted, or it would be left behind."""
+        rest = self.engine.rest()
+        found = recover_pending(
+            stack=stack,
+            stack_name=self.name,
+            rest=rest,
+            carried=self._carried_imports(),
+            lost=lost_lookups(spec) if spec is not None else (),
+        )
+        if spec is not None:
+            wanted = adoptable_names(spec)
+            delete_unadopted(
+                rest,
+                {n: i for n, i in found.items() if n not in wanted},
+                stack_name=self.name,
+                timeout=self.engine.settings.operation_timeout,
+                cancelled=self.engine.cancelled,
+            )
+            found = {n: i for n, i in found.items() if n in wanted}
+        self._imports = found
+
+    def _carried_imports(self) -> dict[str, str]:
+        """The imports in the stack's config file: an earlier ``up`` was given them and did not
+        finish (a successful ``up`` empties them)."""
+        try:
+            text = (self.work_dir / f"Pulumi.{self.name}.yaml").read_text()
+        except OSError:
+            return {}
+        return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
 
     def _cascade(self, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
         """Delete the stack's own load balancer with cascade (when it still exists), then

@@ -96,16 +96,29 @@ def cascade_delete(
         wait = min(wait * BACKOFF, MAX_WAIT)
 
 
-# Logical names (stacks/program.py) of the objects that hang from nothing the stack declares.
+# Logical names (stacks/program.py) of the objects that hang from nothing the stack declares,
+# and the prefixes of the load balancer's children, with what each is deleted as. Deepest
+# first: a monitor before its pool, a pool before its listener, the load balancer (cascade)
+# before anything.
 _TOP_LEVEL = {"lb": "loadbalancer", "fip": "floatingip", "sg": "security_group"}
+_CHILDREN = {"monitor-": "healthmonitors", "pool-": "pools", "listener-": "listeners"}
+_ORDER = ["loadbalancer", *_CHILDREN.values(), "floatingip", "security_group"]
 
 
 def unadopted_deletions(imports: Mapping[str, str]) -> list[tuple[str, str]]:
-    """What ``delete`` removes itself, as (kind, cloud ID): the top-level objects that an
-    interrupted create made and the recovery found (``imports``, logical name -> ID), which the
-    state never saw, so ``destroy`` would leave them. Their children go with the load balancer's
-    cascade; a listener on the stack's own load balancer makes ``destroy`` cascade it."""
-    return [(_TOP_LEVEL[name], ident) for name, ident in imports.items() if name in _TOP_LEVEL]
+    """What the engine deletes itself, as (kind, cloud ID), in order: objects an interrupted
+    or failed create made and the recovery found (``imports``, logical name -> ID) that no
+    ``up`` will adopt, because the stack is being deleted or because the spec no longer
+    declares them. The state never saw them, so ``destroy`` or ``up`` would leave them.
+    Batch members and associations are never listed: they go with their pool or floating IP."""
+    out = []
+    for name, ident in imports.items():
+        kind = _TOP_LEVEL.get(name) or next(
+            (k for prefix, k in _CHILDREN.items() if name.startswith(prefix)), None
+        )
+        if kind is not None:
+            out.append((kind, ident))
+    return sorted(out, key=lambda d: _ORDER.index(d[0]))
 
 
 def delete_unadopted(
@@ -116,8 +129,13 @@ def delete_unadopted(
     timeout: float,
     cancelled: threading.Event,
 ) -> None:
-    """Delete what :func:`unadopted_deletions` lists (the load balancer first, with cascade)."""
-    for kind, ident in sorted(unadopted_deletions(imports), key=lambda d: d[0] != "loadbalancer"):
+    """Delete what :func:`unadopted_deletions` lists, each within ``timeout`` (a child is
+    retried while Octavia answers 409, its load balancer being ``PENDING_*``)."""
+    deletions = unadopted_deletions(imports)
+    lb_gone = any(kind == "loadbalancer" for kind, _ident in deletions)
+    for kind, ident in deletions:
+        if kind in _CHILDREN.values() and lb_gone:
+            continue  # the cascade took it
         log.warning(
             "stack %s: deleting %s %s, made by an interrupted create", stack_name, kind, ident
         )
@@ -125,5 +143,37 @@ def delete_unadopted(
             cascade_delete(rest, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
         elif kind == "floatingip":
             rest.delete_floating_ip(ident, missing_ok=True)
-        else:
+        elif kind == "security_group":
             rest.delete_security_group(ident, missing_ok=True)
+        else:
+            _delete_child(
+                rest, kind, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled
+            )
+
+
+def _delete_child(
+    rest: OpenStackRest,
+    kind: str,
+    ident: str,
+    *,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> None:
+    deadline = time.monotonic() + timeout
+    wait = FIRST_WAIT
+    while True:
+        try:
+            rest.delete_lb_child(kind, ident, missing_ok=True)
+            return
+        except OpenStackRestError as exc:
+            if "HTTP 409" not in str(exc):  # 409: its load balancer is PENDING_*
+                raise
+        left = deadline - time.monotonic()
+        if left <= 0 or cancelled.wait(min(wait, left)):
+            raise UpTimeoutError(
+                f"{kind} {ident} (made by an interrupted create) could not be deleted within "
+                f"{timeout:.0f}s; the next sync retries",
+                stack=stack_name,
+            )
+        wait = min(wait * BACKOFF, MAX_WAIT)

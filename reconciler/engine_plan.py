@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
+
 from reconciler.config import AuthConfig
 from reconciler.model.spec import LoadBalancerSpec
 
@@ -57,6 +59,8 @@ __all__ = [
     "PendingCreate",
     "StackInfo",
     "StackListing",
+    "carried_imports",
+    "lost_lookups",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
@@ -338,10 +342,18 @@ def secret_values(auth: AuthConfig) -> list[str]:
 
 @dataclass(frozen=True)
 class PendingCreate:
+    """An object to look for in the cloud: one a pending create (or a create that reported
+    failure) may have made. ``urn`` is the resource's URN, or just its logical name."""
+
     urn: str
     type: str  # e.g. openstack:loadbalancer/loadBalancer:LoadBalancer
     find_by: dict[str, str]  # what identifies it in the cloud: name, or description
     idempotent: bool  # clear it; the next up applies it again
+
+    @property
+    def name(self) -> str:
+        """The logical name (``lb``, ``listener-tcp-80``), what the program imports it as."""
+        return self.urn.rsplit("::", 1)[-1]
 
 
 _IDEMPOTENT = (
@@ -361,7 +373,15 @@ def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
         inputs = resource.get("inputs") or {}
         find_by = {
             k: str(inputs[k])
-            for k in ("name", "description", "loadbalancerId", "poolId", "listenerId")
+            for k in (
+                "name",
+                "description",
+                "loadbalancerId",
+                "poolId",
+                "listenerId",
+                "protocol",
+                "protocolPort",
+            )
             if inputs.get(k)
         }
         rtype = str(resource.get("type", ""))
@@ -369,3 +389,36 @@ def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
             PendingCreate(str(resource.get("urn", "")), rtype, find_by, rtype in _IDEMPOTENT)
         )
     return out
+
+
+LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"
+FIP_TYPE = "openstack:networking/floatingIp:FloatingIp"
+
+
+def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
+    """The top-level objects of ``spec`` to look for in the cloud when the state lacks them
+    after an ``up`` that did not finish: a create the cloud carried out can still fail (the
+    provider's wait for the new object hit an error) and return no ID, so no pending
+    operation is left either. The load balancer by its name, the floating IP by its
+    description (only one on no port is taken, :meth:`OpenStackRest.find_ids`)."""
+    if spec.existing_lb_id:
+        return []
+    out = [PendingCreate("lb", LB_TYPE, {"name": spec.name}, False)]
+    fip = spec.floating_ip
+    if fip is not None and not spec.internal and fip.description:
+        out.append(PendingCreate("fip", FIP_TYPE, {"description": fip.description}, False))
+    return out
+
+
+def carried_imports(config_text: str, *, key: str) -> dict[str, str]:
+    """The imports an earlier ``up`` was given and did not finish (``key`` in a stack's
+    ``Pulumi.<stack>.yaml``; the engine empties it after a successful ``up``); {} for anything
+    unreadable."""
+    try:
+        config = yaml.safe_load(config_text) or {}
+        raw = json.loads(str((config.get("config") or {}).get(key) or "{}"))
+    except (ValueError, yaml.YAMLError, AttributeError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items() if k and v}

@@ -32,7 +32,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.engine_errors import InterruptedOperationError, UpTimeoutError
-from reconciler.engine_plan import PROJECT, pending_creates
+from reconciler.engine_plan import PROJECT, PendingCreate, pending_creates
 from reconciler.openstack_rest import OpenStackRest
 
 __all__ = [
@@ -116,43 +116,67 @@ def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
 
 
 def recover_pending(
-    *, stack: auto.Stack, stack_name: str, rest: OpenStackRest, repair: bool = True
-) -> dict[str, str] | None:
-    """Resolve what an interrupted operation left in the state.
+    *,
+    stack: auto.Stack,
+    stack_name: str,
+    rest: OpenStackRest,
+    carried: Mapping[str, str] | None = None,
+    lost: Sequence[PendingCreate] = (),
+    repair: bool = True,
+) -> dict[str, str]:
+    """Resolve what an interrupted or failed operation left; return the imports for the next
+    ``up`` (logical name -> cloud ID).
 
-    Returns None when nothing was pending; else the imports for the next ``up``
-    (logical name -> cloud ID), after dropping the pending operations from the state.
-    ``repair=False`` (a preview) only looks: the state is left as it is.
+    * each pending create of the state, looked up in the cloud (a crash);
+    * ``carried``: imports an earlier ``up`` was given but did not finish, which the state
+      still lacks (that ``up`` failed before adopting them);
+    * ``lost``: objects the state lacks, looked up in the cloud (a create that reported failure
+      after the cloud made the object).
+
+    An object already in the state is never imported again. With ``repair`` the pending
+    operations are then dropped from the state; ``repair=False`` (a preview) only looks.
     """
     deployment = stack.export_stack()
     state: dict[str, Any] = dict(deployment.deployment or {})
     ops = state.get("pending_operations") or []
-    if not ops:
-        return None
-    known = {str(r.get("id")) for r in state.get("resources") or [] if r.get("id")}
-    imports: list[tuple[str, str]] = []
-    for pending in pending_creates(state):
-        if pending.idempotent:
-            continue
-        ids = rest.find_ids(type_token=pending.type, find_by=pending.find_by) or []
+    resources = state.get("resources") or []
+    known = {str(r.get("id")) for r in resources if r.get("id")}
+    present = {str(r.get("urn", "")).rsplit("::", 1)[-1] for r in resources if r.get("id")}
+    found: dict[str, str] = {}
+
+    def take(name: str, ids: Sequence[str]) -> None:
         fresh = [i for i in ids if i not in known]
-        if fresh:
-            imports.append((pending.urn, fresh[0]))
+        if fresh and name not in found:
+            found[name] = fresh[0]
             known.add(fresh[0])
-    found = {urn.rsplit("::", 1)[-1]: ident for urn, ident in imports}
+
+    for name, ident in (carried or {}).items():
+        if name not in present:
+            take(name, [ident])
+    for pending in pending_creates(state):
+        if not pending.idempotent and pending.name not in found:
+            take(
+                pending.name, rest.find_ids(type_token=pending.type, find_by=pending.find_by) or []
+            )
+    for lookup in lost:
+        if lookup.name not in present and lookup.name not in found:
+            take(lookup.name, rest.find_ids(type_token=lookup.type, find_by=lookup.find_by) or [])
     if not repair:
         return found
-    log.warning(
-        "stack %s: %d pending operations after a crash; importing %d",
-        stack_name,
-        len(ops),
-        len(imports),
-    )
-    # Drop every pending operation from the state (the rest is as the crash left it), then
-    # have the next `up` import the found objects under their logical names (the program
-    # declares them with `import_`), so they are adopted, not created a second time.
-    state["pending_operations"] = []
-    stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
+    if ops:
+        log.warning(
+            "stack %s: %d pending operations after a crash; importing %d",
+            stack_name,
+            len(ops),
+            len(found),
+        )
+        # Drop every pending operation from the state (the rest is as the crash left it), then
+        # have the next `up` import the found objects under their logical names (the program
+        # declares them with `import_`), so they are adopted, not created a second time.
+        state["pending_operations"] = []
+        stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
+    elif found:
+        log.warning("stack %s: adopting %s, not in the state", stack_name, sorted(found))
     return found
 
 

@@ -32,7 +32,8 @@ TIMEOUT = 30.0
 # the start of the description OCCM (and this controller) give the floating IPs they create
 OUR_FLOATING_IP_DESCRIPTION = "Floating IP for Kubernetes external service"
 
-# Pulumi type token -> (service type, collection path, JSON key of the list, filters to send)
+# Pulumi type token -> (service type, collection path, JSON key of the list, filters to send:
+# (key of find_by, the API's query parameter))
 _COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
     "openstack:loadbalancer/loadBalancer:LoadBalancer": (
         "load-balancer",
@@ -44,7 +45,12 @@ _COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
         "load-balancer",
         "v2/lbaas/listeners",
         "listeners",
-        (("name", "name"), ("loadbalancerId", "loadbalancer_id")),
+        (
+            ("name", "name"),
+            ("loadbalancerId", "loadbalancer_id"),
+            ("protocol", "protocol"),
+            ("protocolPort", "protocol_port"),
+        ),
     ),
     "openstack:loadbalancer/pool:Pool": (
         "load-balancer",
@@ -170,7 +176,11 @@ class OpenStackRest:
         return f"{base}/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
 
     def find_ids(self, *, type_token: str, find_by: dict[str, str]) -> list[str] | None:
-        """IDs of the objects of this type matching ``find_by``; None if the type is unknown."""
+        """IDs of the objects of this type matching ``find_by``; None if the type is unknown.
+
+        Every filter is checked again here (a cloud may ignore one). Floating IPs are only
+        found while on no port: one that is associated serves a load balancer already (OCCM's,
+        for the same Service), and taking it would move the address."""
         entry = _COLLECTIONS.get(type_token)
         if entry is None:
             return None
@@ -179,7 +189,12 @@ class OpenStackRest:
         if not query:
             return []
         _status, _headers, payload = self._send("GET", self._url(service, path, query))
-        return [str(item["id"]) for item in payload.get(key, [])]
+        return [
+            str(item["id"])
+            for item in payload.get(key, [])
+            if all(_matches(item, api, value) for api, value in query.items())
+            and not (key == "floatingips" and item.get("port_id"))
+        ]
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""
@@ -245,6 +260,14 @@ class OpenStackRest:
         url = self._url("network", f"v2.0/security-groups/{group_id}")
         self._delete(url, missing_ok=missing_ok)
 
+    def delete_lb_child(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
+        """Delete a listener, pool or health monitor (``kind``: ``listeners``, ``pools``,
+        ``healthmonitors``). Octavia answers 409 while its load balancer is ``PENDING_*``."""
+        if kind not in ("listeners", "pools", "healthmonitors"):
+            raise ValueError(f"not a load balancer child collection: {kind}")
+        url = self._url("load-balancer", f"v2/lbaas/{kind}/{ident}")
+        self._delete(url, missing_ok=missing_ok)
+
     def _delete(self, url: str, *, missing_ok: bool) -> None:
         try:
             self._send("DELETE", url)
@@ -291,3 +314,11 @@ class OpenStackRest:
         url = self._url("network", "v2.0/security-groups", {"name": name})
         _status, _headers, payload = self._send("GET", url)
         return [g for g in payload.get("security_groups", []) if g.get("name") == name]
+
+
+def _matches(item: dict[str, Any], field: str, value: str) -> bool:
+    """Whether ``item[field]`` is ``value`` (a query value; ``loadbalancer_id`` is a list of
+    load balancers in a listener)."""
+    if field == "loadbalancer_id":
+        return any(lb.get("id") == value for lb in item.get("loadbalancers") or ())
+    return str(item.get(field)) == value

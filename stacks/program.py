@@ -54,6 +54,7 @@ __all__ = [
     "IMPORTS_KEY",
     "RELEASE_KEY",
     "SPEC_KEY",
+    "adoptable_names",
     "declare",
     "logical_suffix",
     "main",
@@ -96,6 +97,30 @@ class _Target:
 def logical_suffix(listener: ListenerSpec) -> str:
     """``tcp-80``: the key of a port's chain of resources, stable when other ports change."""
     return f"{listener.service_protocol.lower()}-{listener.protocol_port}"
+
+
+def adoptable_names(spec: LoadBalancerSpec) -> frozenset[str]:
+    """The logical names under which :func:`declare` can adopt an object of ``spec`` (the
+    names ``import_`` may be given for, see ``IMPORTS_KEY``). An object the engine found in the
+    cloud under any other name (a port the spec no longer has) would be neither adopted nor
+    deleted by the next ``up``; the engine deletes it. ``fip`` counts whenever the spec wants a
+    floating IP (the program may then only associate the user's own, which is never found as
+    ours: its description is not ours)."""
+    names: set[str] = set()
+    if not spec.existing_lb_id:
+        names.add("lb")
+        if spec.floating_ip is not None and not spec.internal:
+            names |= {"fip", "fip-association"}
+    for listener in spec.listeners:
+        key = logical_suffix(listener)
+        names |= {f"listener-{key}", f"pool-{key}"}
+        if listener.pool.members:
+            names.add(f"members-{key}")
+        if listener.pool.monitor is not None:
+            names.add(f"monitor-{key}")
+    if spec.security_group is not None:
+        names.add("sg")
+    return frozenset(names)
 
 
 @dataclass(frozen=True)

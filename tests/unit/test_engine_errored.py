@@ -46,11 +46,24 @@ def test_which_failed_destroys_a_cascade_gets_past(text: str, expected: bool) ->
     assert retry_destroy_after_cascade(RuntimeError(text)) is expected
 
 
-def test_delete_removes_the_top_level_objects_the_state_never_saw() -> None:
-    imports = {"lb": "lb-1", "fip": "fip-1", "sg": "sg-1", "listener-tcp-80": "li-1"}
-    assert sorted(unadopted_deletions(imports)) == [
-        ("floatingip", "fip-1"),
+def test_unadopted_objects_are_deleted_deepest_first() -> None:
+    imports = {
+        "sg": "sg-1",
+        "listener-tcp-80": "li-1",
+        "fip": "fip-1",
+        "pool-tcp-80": "po-1",
+        "lb": "lb-1",
+        "monitor-tcp-80": "mo-1",
+        "members-tcp-80": "po-1",  # batch members go with their pool
+        "fip-association": "fip-1",  # and the association with its floating IP
+    }
+    assert unadopted_deletions(imports) == [
         ("loadbalancer", "lb-1"),
+        ("healthmonitors", "mo-1"),
+        ("pools", "po-1"),
+        ("listeners", "li-1"),
+        ("floatingip", "fip-1"),
         ("security_group", "sg-1"),
-    ]  # the listener goes with its load balancer's cascade
+    ]
+    assert unadopted_deletions({"listener-udp-53": "li-2"}) == [("listeners", "li-2")]
     assert unadopted_deletions({}) == []

@@ -18,6 +18,8 @@ from reconciler.engine_plan import (
     HASH_TAG,
     OWNS_TAG,
     VIP_SUBNET_TAG,
+    carried_imports,
+    lost_lookups,
     output_tags,
     outputs_from_tags,
     pending_creates,
@@ -172,7 +174,47 @@ def test_pending_creates() -> None:
         ("Members", True),
     ]
     assert found[0].find_by == {"name": "kube_service_c_ns_n"}
+    assert [p.name for p in found] == ["lb", "members-tcp-80"]
     assert pending_creates({}) == []
+
+
+def test_a_pending_listener_is_found_by_its_port_too() -> None:
+    """OCCM's listener names are by index: after a port change two listeners of one load
+    balancer can carry the same name, so the port tells them apart."""
+    inputs = {"name": "listener_0_x", "loadbalancerId": "lb-1", "protocol": "TCP"}
+    resource = {
+        "urn": "urn:...::listener-tcp-80",
+        "type": "openstack:loadbalancer/listener:Listener",
+        "inputs": {**inputs, "protocolPort": 80, "connectionLimit": -1},
+    }
+    found = pending_creates({"pending_operations": [{"type": "creating", "resource": resource}]})
+    assert found[0].find_by == {**inputs, "protocolPort": "80"}
+
+
+def test_lost_lookups_are_the_load_balancer_and_floating_ip_the_spec_wants() -> None:
+    spec = spec_of()
+    found = {p.name: (p.type.rsplit(":", 1)[-1], p.find_by) for p in lost_lookups(spec)}
+    assert spec.floating_ip is not None
+    assert found == {
+        "lb": ("LoadBalancer", {"name": "kube_service_kubernetes_default_example-service"}),
+        "fip": ("FloatingIp", {"description": spec.floating_ip.description}),
+    }
+    internal = spec_of({"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
+    assert [p.name for p in lost_lookups(internal)] == ["lb"]
+    shared = spec_of({"loadbalancer.openstack.org/load-balancer-id": UUID1})
+    assert lost_lookups(shared) == []  # another stack's load balancer: nothing of ours to find
+
+
+def test_carried_imports_are_read_from_the_stack_config_file() -> None:
+    key = "lb-reconciler:imports"
+    text = f"""config:\n  {key}: '{{"lb": "lb-1", "listener-tcp-80": "li-1"}}'\n  x:y: z\n"""
+    assert carried_imports(text, key=key) == {"lb": "lb-1", "listener-tcp-80": "li-1"}
+    assert carried_imports(f"config:\n  {key}: '{{}}'\n", key=key) == {}
+    assert carried_imports("config:\n  other: 1\n", key=key) == {}
+    assert carried_imports("", key=key) == {}
+    assert carried_imports(f"config:\n  {key}: 'not json'\n", key=key) == {}
+    assert carried_imports(f"config:\n  {key}: '[1]'\n", key=key) == {}
+    assert carried_imports("- a list\n", key=key) == {}
 
 
 def test_own_load_balancer_id_is_not_a_shared_one() -> None:

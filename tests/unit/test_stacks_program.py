@@ -145,3 +145,37 @@ def test_the_providers_not_found_messages_are_no_result() -> None:
     assert _no_result(Exception(invoke + "No openstack_networking_floatingip_v2 found"))
     assert _no_result(Exception("Your query returned no results."))
     assert not _no_result(Exception(invoke + "Unauthorized"))
+
+
+_NOT_IMPORTED = ("SecGroupRule", "PortSecGroupAssociate")  # never looked for after a crash
+
+
+@pytest.mark.parametrize(
+    ("annotations", "ports", "monitor"),
+    [
+        ({}, None, True),
+        ({}, None, False),
+        ({"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}, None, True),
+        ({"loadbalancer.openstack.org/manage-security-groups": "true"}, None, True),
+        (
+            {},
+            [
+                {"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30080},
+                {"name": "b", "port": 53, "protocol": "UDP", "nodePort": 30053},
+            ],
+            True,
+        ),
+    ],
+)
+def test_adoptable_names_are_what_the_program_declares(
+    annotations: dict[str, str], ports: list[dict[str, Any]] | None, monitor: bool
+) -> None:
+    """The engine deletes a recovered object whose name is not in ``adoptable_names``: a
+    name the program declares but the function misses would be deleted and made again."""
+    from stacks.program import adoptable_names
+
+    config = with_overrides(default_config(), subnet_id=SUBNET, create_monitor=monitor)
+    extra = {"ports": ports} if ports else {}
+    spec = spec_of(annotations, config=config, **extra)
+    declared = {r.name for r in run(spec).resources if not r.typ.endswith(_NOT_IMPORTED)}
+    assert declared == adoptable_names(spec)

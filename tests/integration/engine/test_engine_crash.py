@@ -31,17 +31,27 @@ from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 
 SLOW_CREATE = TimingProfile(name="slow-create", lb_create=4.0, lb_update=0, lb_delete=0, child=0)
+SLOW_CHILD = TimingProfile(name="slow-child", lb_create=0, lb_update=0, lb_delete=0, child=4.0)
 
 
-@pytest.fixture
-def slow_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
-    handle: EmulatorHandle = start(config=EmulatorConfig(timing=SLOW_CREATE))
+def _env_with(timing: TimingProfile, toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
+    handle: EmulatorHandle = start(config=EmulatorConfig(timing=timing))
     try:
         cloud = Cloud(handle)
         yield Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
         wait_until(lambda: cloud.created() == {} or None, timeout=15)
     finally:
         handle.stop()
+
+
+@pytest.fixture
+def slow_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
+    yield from _env_with(SLOW_CREATE, toolchain, tmp_path)
+
+
+@pytest.fixture
+def slow_child_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
+    yield from _env_with(SLOW_CHILD, toolchain, tmp_path)
 
 
 def _pending(state_file: Path) -> list[dict[str, Any]]:
@@ -55,9 +65,13 @@ def _pending(state_file: Path) -> list[dict[str, Any]]:
     return ops
 
 
-def _kill_mid_lb_create(env: Env, stack: ServiceStack, spec: LoadBalancerSpec) -> Path:
-    """Run ``ensure`` and SIGKILL its ``pulumi`` while the load balancer's create is pending
-    (the cloud has it, the state does not); returns the state file."""
+def _kill_mid_create(
+    env: Env, stack: ServiceStack, spec: LoadBalancerSpec, kind: str = "LoadBalancer"
+) -> Path:
+    """Run ``ensure`` and SIGKILL its ``pulumi`` while the create of the first ``kind`` (a
+    type token's last part) is pending: the cloud has it, the state does not. Returns the state
+    file."""
+    collection = {"LoadBalancer": "loadbalancers", "Listener": "listeners"}[kind]
     state_file = (
         env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
     )
@@ -75,12 +89,12 @@ def _kill_mid_lb_create(env: Env, stack: ServiceStack, spec: LoadBalancerSpec) -
         lambda: [
             op
             for op in _pending(state_file)
-            if op["resource"]["type"].endswith("LoadBalancer") and op["type"] == "creating"
+            if op["resource"]["type"].endswith(f":{kind}") and op["type"] == "creating"
         ],
         timeout=60,
     )
     assert ops
-    wait_until(lambda: env.cloud.lbs(), timeout=10)  # the create reached the cloud
+    wait_until(lambda: env.cloud.inventory()[collection], timeout=10)  # it reached the cloud
     pids = wait_until(lambda: children_running(stack_name=stack.name), timeout=10)
     plugins = {p for pid in pids for p in descendants(pid)}
     for pid in pids:
@@ -106,7 +120,7 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     svc = service("crash")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
-    state_file = _kill_mid_lb_create(env, stack, spec)
+    state_file = _kill_mid_create(env, stack, spec)
 
     result = stack.ensure(spec)
     assert result.changed
@@ -145,10 +159,57 @@ def test_kill_pulumi_mid_up_then_delete_leaves_nothing(slow_env: Env) -> None:
     env = slow_env
     config = env.config()
     spec = spec_for(service("crash-then-delete"), config)
-    _kill_mid_lb_create(env, env.engine(config).stack(service=spec.service), spec)
+    _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec)
 
     restarted = env.engine(config).stack(service=spec.service)  # a new process, no memory
     assert restarted.delete().existed
 
     assert env.cloud.lbs() == []
     wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
+
+
+def _ports(*ports: int) -> list[dict[str, Any]]:
+    return [{"name": f"p{p}", "port": p, "protocol": "TCP", "nodePort": 30000 + p} for p in ports]
+
+
+def test_kill_mid_listener_create_then_the_port_is_removed(slow_child_env: Env) -> None:
+    """The listener of a port whose create was cut off, when the next spec no longer has the
+    port: the recovery finds it, but the next ``up`` does not declare it, so nothing adopted or
+    deleted it (found by the chaos run: a listener left on a live load balancer)."""
+    env = slow_child_env
+    config = env.config()
+    spec = spec_for(service("port-gone", ports=_ports(5432)), config)
+    _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec, "Listener")
+
+    changed = spec_for(service("port-gone", ports=_ports(8080)), config)
+    restarted = env.engine(config).stack(service=spec.service)
+    assert restarted.ensure(changed).changed
+
+    listener = only(env.cloud.inventory()["listeners"])
+    assert listener["protocol_port"] == 8080
+    assert restarted.delete().existed
+    assert env.cloud.lbs() == []
+
+
+def test_kill_mid_listener_create_then_the_next_up_fails_too(slow_child_env: Env) -> None:
+    """The recovery found the listener of the cut-off create, and the ``up`` that was to adopt
+    it failed before it could: the next ``ensure`` must still adopt it, not create a second
+    listener on the port (which Octavia refuses: the Service would fail for ever)."""
+    env = slow_child_env
+    config = env.config()
+    spec = spec_for(service("adopt-fails", ports=_ports(80)), config)
+    _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec, "Listener")
+    listener_id = only(env.cloud.inventory()["listeners"])["id"]
+
+    rule = {"operation": "octavia.listener.show", "status": 404, "count": 1}
+    env.cloud.post("/faults/rules", rule)  # the import finds no listener: the up fails
+    with pytest.raises(EngineError):
+        env.engine(config).stack(service=spec.service).ensure(spec)
+    env.cloud.clear_faults()
+
+    restarted = env.engine(config).stack(service=spec.service)
+    result = restarted.ensure(spec)
+    assert only(env.cloud.inventory()["listeners"])["id"] == listener_id
+    assert result.outputs["lb_id"] == only(env.cloud.lbs())["id"]
+    assert restarted.delete().existed
+    assert env.cloud.lbs() == []

@@ -1,0 +1,39 @@
+"""A create the cloud carried out but reported as failed must not leave a second object behind.
+
+Found by the chaos run (docs/chaos.md): Neutron made the floating IP, then the provider's wait
+for it hit an error, and the provider returned the error without the ID. Pulumi kept nothing,
+and the next ``up`` made a second floating IP; the first one leaked. The next ``ensure`` must
+find it (by the Service's description) and adopt it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.engine_errors import EngineError
+from tests.integration.engine.conftest import Env, only, service, spec_for
+
+
+def test_floating_ip_made_before_its_create_failed_is_adopted(fault_env: tuple[Env, str]) -> None:
+    env, _admin = fault_env
+    config = env.config()
+    spec = spec_for(service("fip-lost"), config)
+    stack = env.engine(config).stack(service=spec.service)
+
+    # the provider's wait for the new floating IP gets a 409: its create "fails"
+    rule = {"operation": "neutron.floatingip.show", "status": 409, "count": 1}
+    env.cloud.post("/faults/rules", rule)
+    with pytest.raises(EngineError, match="floating"):
+        stack.ensure(spec)
+    env.cloud.clear_faults()
+    made = only(env.cloud.inventory()["floatingips"])  # it is there, but no state has it
+
+    result = stack.ensure(spec)
+
+    fip = only(env.cloud.inventory()["floatingips"])
+    assert fip["id"] == made["id"]
+    assert result.outputs["floating_ip"] == fip["floating_ip_address"]
+    assert fip["port_id"] == only(env.cloud.lbs())["vip_port_id"]
+    assert not stack.ensure(spec).changed
+    assert stack.delete().existed
+    assert env.cloud.inventory()["floatingips"] == []
