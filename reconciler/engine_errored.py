@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.engine_errors import UpTimeoutError
+from reconciler.engine_plan import object_kind
 from reconciler.openstack_rest import OpenStackRest, OpenStackRestError
 
 log = logging.getLogger("reconciler.engine")
@@ -96,27 +97,22 @@ def cascade_delete(
         wait = min(wait * BACKOFF, MAX_WAIT)
 
 
-# Logical names (stacks/program.py) of the objects that hang from nothing the stack declares,
-# and the prefixes of the load balancer's children, with what each is deleted as. Deepest
-# first: a monitor before its pool, a pool before its listener, the load balancer (cascade)
-# before anything.
-_TOP_LEVEL = {"lb": "loadbalancer", "fip": "floatingip", "sg": "security_group"}
-_CHILDREN = {"monitor-": "healthmonitors", "pool-": "pools", "listener-": "listeners"}
-_ORDER = ["loadbalancer", *_CHILDREN.values(), "floatingip", "security_group"]
+# Deepest first: the load balancer (cascade) before anything, a monitor before its pool, a pool
+# before its listener. Batch members and the floating-IP association are not deleted: they go
+# with their pool or floating IP.
+_ORDER = ["loadbalancers", "healthmonitors", "pools", "listeners", "floatingips", "security-groups"]
+_CHILDREN = ("healthmonitors", "pools", "listeners")
 
 
 def unadopted_deletions(imports: Mapping[str, str]) -> list[tuple[str, str]]:
-    """What the engine deletes itself, as (kind, cloud ID), in order: objects an interrupted
-    or failed create made and the recovery found (``imports``, logical name -> ID) that no
-    ``up`` will adopt, because the stack is being deleted or because the spec no longer
-    declares them. The state never saw them, so ``destroy`` or ``up`` would leave them.
-    Batch members and associations are never listed: they go with their pool or floating IP."""
+    """What the engine deletes itself, as (collection, cloud ID), in order: objects an
+    interrupted or failed create made and the recovery found (``imports``, logical name -> ID)
+    that no ``up`` will adopt, because the stack is being deleted or because the spec no longer
+    declares them. The state never saw them, so ``destroy`` or ``up`` would leave them."""
     out = []
     for name, ident in imports.items():
-        kind = _TOP_LEVEL.get(name) or next(
-            (k for prefix, k in _CHILDREN.items() if name.startswith(prefix)), None
-        )
-        if kind is not None:
+        kind = object_kind(name)
+        if kind is not None and not name.startswith(("members-", "fip-association")):
             out.append((kind, ident))
     return sorted(out, key=lambda d: _ORDER.index(d[0]))
 
@@ -132,18 +128,18 @@ def delete_unadopted(
     """Delete what :func:`unadopted_deletions` lists, each within ``timeout`` (a child is
     retried while Octavia answers 409, its load balancer being ``PENDING_*``)."""
     deletions = unadopted_deletions(imports)
-    lb_gone = any(kind == "loadbalancer" for kind, _ident in deletions)
+    lb_gone = any(kind == "loadbalancers" for kind, _ident in deletions)
     for kind, ident in deletions:
-        if kind in _CHILDREN.values() and lb_gone:
+        if kind in _CHILDREN and lb_gone:
             continue  # the cascade took it
         log.warning(
             "stack %s: deleting %s %s, made by an interrupted create", stack_name, kind, ident
         )
-        if kind == "loadbalancer":
+        if kind == "loadbalancers":
             cascade_delete(rest, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
-        elif kind == "floatingip":
+        elif kind == "floatingips":
             rest.delete_floating_ip(ident, missing_ok=True)
-        elif kind == "security_group":
+        elif kind == "security-groups":
             rest.delete_security_group(ident, missing_ok=True)
         else:
             _delete_child(

@@ -61,6 +61,7 @@ __all__ = [
     "StackListing",
     "carried_imports",
     "lost_lookups",
+    "object_kind",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
@@ -389,6 +390,30 @@ def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
             PendingCreate(str(resource.get("urn", "")), rtype, find_by, rtype in _IDEMPOTENT)
         )
     return out
+
+
+# logical name (stacks/program.py), or its prefix when it ends in "-", -> the cloud collection
+# its ID is in (batch members are imported by their pool's ID, the association by the floating
+# IP's)
+_KINDS = (
+    ("lb", "loadbalancers"),
+    ("fip", "floatingips"),
+    ("fip-association", "floatingips"),
+    ("sg", "security-groups"),
+    ("listener-", "listeners"),
+    ("pool-", "pools"),
+    ("members-", "pools"),
+    ("monitor-", "healthmonitors"),
+)
+
+
+def object_kind(name: str) -> str | None:
+    """The cloud collection of the object a logical name imports (``listener-tcp-80``:
+    ``listeners``); None for names never imported (security group rules, port associations)."""
+    for key, kind in _KINDS:
+        if name == key or (key.endswith("-") and name.startswith(key)):
+            return kind
+    return None
 
 
 LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"

@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.engine_errors import InterruptedOperationError, UpTimeoutError
-from reconciler.engine_plan import PROJECT, PendingCreate, pending_creates
+from reconciler.engine_plan import PROJECT, PendingCreate, object_kind, pending_creates
 from reconciler.openstack_rest import OpenStackRest
 
 __all__ = [
@@ -150,8 +150,9 @@ def recover_pending(
             found[name] = fresh[0]
             known.add(fresh[0])
 
-    for name, ident in (carried or {}).items():
-        if name not in present:
+    for name, ident in (carried or {}).items():  # gone meanwhile: its import would fail
+        kind = object_kind(name)
+        if name not in present and kind is not None and rest.exists(kind, ident):
             take(name, [ident])
     for pending in pending_creates(state):
         if not pending.idempotent and pending.name not in found:

@@ -79,6 +79,17 @@ _COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
 }
 
 
+# collection (engine_plan.object_kind) -> (service type, path)
+_PATHS = {
+    "loadbalancers": ("load-balancer", "v2/lbaas/loadbalancers"),
+    "listeners": ("load-balancer", "v2/lbaas/listeners"),
+    "pools": ("load-balancer", "v2/lbaas/pools"),
+    "healthmonitors": ("load-balancer", "v2/lbaas/healthmonitors"),
+    "floatingips": ("network", "v2.0/floatingips"),
+    "security-groups": ("network", "v2.0/security-groups"),
+}
+
+
 class OpenStackRestError(Exception):
     """A request failed; the message has the method, path and status, never the token."""
 
@@ -195,6 +206,17 @@ class OpenStackRest:
             if all(_matches(item, api, value) for api, value in query.items())
             and not (key == "floatingips" and item.get("port_id"))
         ]
+
+    def exists(self, kind: str, ident: str) -> bool:
+        """Whether the object ``ident`` of collection ``kind`` (``_PATHS``) exists."""
+        service, path = _PATHS[kind]
+        try:
+            self._send("GET", self._url(service, f"{path}/{ident}"))
+        except OpenStackRestError as exc:
+            if "HTTP 404" in str(exc):
+                return False
+            raise
+        return True
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""

@@ -58,12 +58,12 @@ def test_unadopted_objects_are_deleted_deepest_first() -> None:
         "fip-association": "fip-1",  # and the association with its floating IP
     }
     assert unadopted_deletions(imports) == [
-        ("loadbalancer", "lb-1"),
+        ("loadbalancers", "lb-1"),
         ("healthmonitors", "mo-1"),
         ("pools", "po-1"),
         ("listeners", "li-1"),
-        ("floatingip", "fip-1"),
-        ("security_group", "sg-1"),
+        ("floatingips", "fip-1"),
+        ("security-groups", "sg-1"),
     ]
     assert unadopted_deletions({"listener-udp-53": "li-2"}) == [("listeners", "li-2")]
     assert unadopted_deletions({}) == []

@@ -29,6 +29,7 @@ from reconciler.engine_recovery import alive, children_running, descendants, sta
 from reconciler.model import LoadBalancerSpec
 from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
+from tests.occm import connect
 
 SLOW_CREATE = TimingProfile(name="slow-create", lb_create=4.0, lb_update=0, lb_delete=0, child=0)
 SLOW_CHILD = TimingProfile(name="slow-child", lb_create=0, lb_update=0, lb_delete=0, child=4.0)
@@ -191,25 +192,47 @@ def test_kill_mid_listener_create_then_the_port_is_removed(slow_child_env: Env) 
     assert env.cloud.lbs() == []
 
 
-def test_kill_mid_listener_create_then_the_next_up_fails_too(slow_child_env: Env) -> None:
-    """The recovery found the listener of the cut-off create, and the ``up`` that was to adopt
-    it failed before it could: the next ``ensure`` must still adopt it, not create a second
-    listener on the port (which Octavia refuses: the Service would fail for ever)."""
-    env = slow_child_env
+def _recovered_then_failed(env: Env, name: str) -> tuple[LoadBalancerSpec, str]:
+    """Kill ``pulumi`` mid listener create, then make the ``up`` that was to adopt the found
+    listener fail on its import; returns the spec and the listener's ID."""
     config = env.config()
-    spec = spec_for(service("adopt-fails", ports=_ports(80)), config)
+    spec = spec_for(service(name, ports=_ports(80)), config)
     _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec, "Listener")
     listener_id = only(env.cloud.inventory()["listeners"])["id"]
-
     rule = {"operation": "octavia.listener.show", "status": 404, "count": 1}
     env.cloud.post("/faults/rules", rule)  # the import finds no listener: the up fails
     with pytest.raises(EngineError):
         env.engine(config).stack(service=spec.service).ensure(spec)
     env.cloud.clear_faults()
+    return spec, listener_id
 
-    restarted = env.engine(config).stack(service=spec.service)
+
+def test_kill_mid_listener_create_then_the_next_up_fails_too(slow_child_env: Env) -> None:
+    """The recovery found the listener of the cut-off create, and the ``up`` that was to adopt
+    it failed before it could: the next ``ensure`` must still adopt it, not create a second
+    listener on the port (which Octavia refuses: the Service would fail for ever)."""
+    env = slow_child_env
+    spec, listener_id = _recovered_then_failed(env, "adopt-fails")
+
+    restarted = env.engine(env.config()).stack(service=spec.service)
     result = restarted.ensure(spec)
     assert only(env.cloud.inventory()["listeners"])["id"] == listener_id
     assert result.outputs["lb_id"] == only(env.cloud.lbs())["id"]
+    assert restarted.delete().existed
+    assert env.cloud.lbs() == []
+
+
+def test_an_import_carried_over_is_dropped_when_its_object_is_gone(slow_child_env: Env) -> None:
+    """As above, but the listener was deleted meanwhile (by an operator): importing it would
+    fail on every ``up``; the next ``ensure`` must make a new one instead."""
+    env = slow_child_env
+    spec, listener_id = _recovered_then_failed(env, "import-gone")
+    wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "ACTIVE" or None, timeout=30)
+    connect(env.topo).load_balancer.delete_listener(listener_id)
+    wait_until(lambda: not env.cloud.inventory()["listeners"] or None, timeout=30)
+
+    restarted = env.engine(env.config()).stack(service=spec.service)
+    restarted.ensure(spec)
+    assert only(env.cloud.inventory()["listeners"])["id"] != listener_id
     assert restarted.delete().existed
     assert env.cloud.lbs() == []
