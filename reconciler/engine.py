@@ -58,12 +58,8 @@ from pulumi import automation as auto
 
 from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine_errored import (
-    cascade_delete,
-    delete_unadopted,
-    needs_cascade,
-    retry_destroy_after_cascade,
-)
+from reconciler.engine_delete import DeleteResult, delete_stack
+from reconciler.engine_errored import delete_unadopted
 from reconciler.engine_errors import (
     EngineError,
     InterruptedOperationError,
@@ -73,7 +69,6 @@ from reconciler.engine_errors import (
 )
 from reconciler.engine_plan import (
     HASH_TAG,
-    OWNS_TAG,
     PROJECT,
     StackInfo,
     carried_imports,
@@ -97,10 +92,8 @@ from reconciler.engine_stack_meta import (
     configure,
     list_stacks,
     plain_outputs,
-    stacks_tagged,
 )
 from reconciler.engine_tags import StackTags, file_tags, stack_exists
-from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
@@ -151,13 +144,6 @@ class EnsureResult:
     spec_hash: str
     outputs: dict[str, Any]
     resource_changes: dict[str, int]
-
-
-@dataclass(frozen=True)
-class DeleteResult:
-    existed: bool
-    released_load_balancer: bool = False  # kept in the cloud for the Services still on it
-    deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
 
 
 class Engine:
@@ -434,66 +420,8 @@ class ServiceStack:
         return changes
 
     def delete(self) -> DeleteResult:
-        """Destroy everything the stack made, then remove the stack."""
-        stack = self._open(create=False)
-        if stack is None:
-            return DeleteResult(existed=False)
-        tags = self._tags(stack)
-        current = tags.read()
-        # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
-        outputs = outputs_from_tags(current) if HASH_TAG in current else None
-        if outputs is None:
-            self._recover(stack)
-            outputs = self._outputs(stack)
-        unadopted, self._imports = self._imports, {}
-        lb_id = str(outputs.get("lb_id") or "")
-        shared = bool(outputs.get("shared"))
-        released = False
-        tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
-        rest = self.engine.rest()  # one Keystone login for the lookups below
-        if lb_id and not shared and self._others_on(rest, lb_id):
-            stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
-            self._deadline(
-                lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release"
-            )
-            released = True
-        if unadopted:  # found by the recovery, never in the state: destroy would leave them
-            delete_unadopted(
-                rest,
-                unadopted,
-                stack_name=self.name,
-                timeout=self.engine.settings.operation_timeout,
-                cancelled=self.engine.cancelled,
-            )
-        owned = bool(lb_id) and not shared and not released
-        if owned and needs_cascade(rest.load_balancer(lb_id)):
-            self._cascade(rest, stack, lb_id)
-        try:
-            self._deadline(
-                lambda: engine_run.destroy(stack, on_output=_quiet), stack=stack, doing="destroy"
-            )
-        except EngineError as exc:
-            if not owned or not retry_destroy_after_cascade(exc):
-                raise
-            log.warning(
-                "destroy of stack %s failed; deleting load balancer %s with cascade, then "
-                "destroying again: %s",
-                self.name,
-                lb_id,
-                exc,
-            )
-            self._cascade(rest, stack, lb_id)
-            self._deadline(
-                lambda: engine_run.destroy(stack, on_output=_quiet), stack=stack, doing="destroy"
-            )
-        try:
-            stack.workspace.remove_stack(self.name)
-        except auto.CommandError as exc:
-            raise self.engine.error(exc, stack=self.name, doing="stack rm") from None
-        gone = False
-        if lb_id and shared:
-            gone = self._delete_released(lb_id)
-        return DeleteResult(True, released, gone)
+        """Destroy everything the stack made, then remove the stack (see engine_delete)."""
+        return delete_stack(self)
 
     # --- pieces ------------------------------------------------------------------------------
 
@@ -569,46 +497,6 @@ class ServiceStack:
         except OSError:
             return {}
         return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
-
-    def _cascade(self, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
-        """Delete the stack's own load balancer with cascade (when it still exists), then
-        refresh, so the state forgets what the cascade removed (see engine_errored)."""
-        settings = self.engine.settings
-        cascade_delete(
-            rest,
-            lb_id,
-            stack_name=self.name,
-            timeout=settings.operation_timeout,
-            cancelled=self.engine.cancelled,
-        )
-        self._deadline(
-            lambda: engine_run.refresh(stack, on_output=_quiet), stack=stack, doing="refresh"
-        )
-
-    # --- shared load balancers ---------------------------------------------------------------
-
-    def _others_on(self, rest: OpenStackRest, lb_id: str) -> bool:
-        """Whether listeners of other Services are on load balancer ``lb_id`` (each listener is
-        tagged with its Service's load balancer name)."""
-        ref = self.service
-        ours = lb_name(
-            cluster_name=self.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
-        )
-        return any(any(t != ours for t in tags if t) for tags in rest.listener_tags(lb_id))
-
-    def _delete_released(self, lb_id: str) -> bool:
-        """As the last Service on a load balancer released by its owner, delete it."""
-        rest = self.engine.rest()
-        if rest.listener_tags(lb_id):
-            return False
-        owners = stacks_tagged(self.engine, OWNS_TAG, lb_id, work_dir=self.work_dir)
-        if owners:
-            return False
-        lb = rest.load_balancer(lb_id)
-        if lb is None:
-            return False
-        rest.delete_with_floating_ips(lb)
-        return True
 
 
 def _quiet(_line: str) -> None:

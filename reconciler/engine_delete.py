@@ -1,0 +1,151 @@
+"""Deleting a Service's stack: :meth:`reconciler.engine.ServiceStack.delete`.
+
+``pulumi destroy`` deletes what the state holds; around it, what the state cannot see:
+
+* **Shared load balancers**: while listeners of other Services are on the stack's own load
+  balancer, it is released (an ``up`` with ``retain_on_delete``, kept in the cloud, as OCCM
+  does) instead of destroyed; the last sharer's delete removes it (:func:`_delete_released`).
+* **What the recovery found**: objects an interrupted create made, never in the state, are
+  deleted directly (:func:`reconciler.engine_errored.delete_unadopted`).
+* **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
+  does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
+  refreshed and destroyed again (:mod:`reconciler.engine_errored`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pulumi import automation as auto
+
+from reconciler import engine_run
+from reconciler.engine_errored import (
+    cascade_delete,
+    delete_unadopted,
+    needs_cascade,
+    retry_destroy_after_cascade,
+)
+from reconciler.engine_errors import EngineError
+from reconciler.engine_plan import HASH_TAG, OWNS_TAG, outputs_from_tags
+from reconciler.engine_stack_meta import stacks_tagged
+from reconciler.model.naming import lb_name
+from reconciler.openstack_rest import OpenStackRest
+from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
+
+if TYPE_CHECKING:
+    from reconciler.engine import ServiceStack
+
+__all__ = ["DeleteResult", "delete_stack"]
+
+log = logging.getLogger("reconciler.engine")
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    existed: bool
+    released_load_balancer: bool = False  # kept in the cloud for the Services still on it
+    deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
+
+
+def delete_stack(ss: ServiceStack) -> DeleteResult:
+    """Destroy everything the stack of ``ss`` made, then remove the stack."""
+    stack = ss._open(create=False)
+    if stack is None:
+        return DeleteResult(existed=False)
+    tags = ss._tags(stack)
+    current = tags.read()
+    # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
+    outputs = outputs_from_tags(current) if HASH_TAG in current else None
+    if outputs is None:
+        ss._recover(stack)
+        outputs = ss._outputs(stack)
+    unadopted, ss._imports = ss._imports, {}
+    lb_id = str(outputs.get("lb_id") or "")
+    shared = bool(outputs.get("shared"))
+    released = False
+    tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
+    rest = ss.engine.rest()  # one Keystone login for the lookups below
+    if lb_id and not shared and _others_on(ss, rest, lb_id):
+        stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
+        ss._deadline(lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release")
+        released = True
+    if unadopted:  # found by the recovery, never in the state: destroy would leave them
+        delete_unadopted(
+            rest,
+            unadopted,
+            stack_name=ss.name,
+            timeout=ss.engine.settings.operation_timeout,
+            cancelled=ss.engine.cancelled,
+        )
+    owned = bool(lb_id) and not shared and not released
+    if owned and needs_cascade(rest.load_balancer(lb_id)):
+        _cascade(ss, rest, stack, lb_id)
+
+    def destroy() -> None:
+        ss._deadline(
+            lambda: engine_run.destroy(stack, on_output=_quiet), stack=stack, doing="destroy"
+        )
+
+    try:
+        destroy()
+    except EngineError as exc:
+        if not owned or not retry_destroy_after_cascade(exc):
+            raise
+        log.warning(
+            "destroy of stack %s failed; deleting load balancer %s with cascade, then "
+            "destroying again: %s",
+            ss.name,
+            lb_id,
+            exc,
+        )
+        _cascade(ss, rest, stack, lb_id)
+        destroy()
+    try:
+        stack.workspace.remove_stack(ss.name)
+    except auto.CommandError as exc:
+        raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
+    gone = _delete_released(ss, lb_id) if lb_id and shared else False
+    return DeleteResult(True, released, gone)
+
+
+def _cascade(ss: ServiceStack, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
+    """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
+    so the state forgets what the cascade removed (see engine_errored)."""
+    cascade_delete(
+        rest,
+        lb_id,
+        stack_name=ss.name,
+        timeout=ss.engine.settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+    )
+    ss._deadline(lambda: engine_run.refresh(stack, on_output=_quiet), stack=stack, doing="refresh")
+
+
+def _others_on(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
+    """Whether listeners of other Services are on load balancer ``lb_id`` (each listener is
+    tagged with its Service's load balancer name)."""
+    ref = ss.service
+    ours = lb_name(
+        cluster_name=ss.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
+    )
+    return any(any(t != ours for t in tags if t) for tags in rest.listener_tags(lb_id))
+
+
+def _delete_released(ss: ServiceStack, lb_id: str) -> bool:
+    """As the last Service on a load balancer released by its owner, delete it."""
+    rest = ss.engine.rest()
+    if rest.listener_tags(lb_id):
+        return False
+    if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
+        return False
+    lb = rest.load_balancer(lb_id)
+    if lb is None:
+        return False
+    rest.delete_with_floating_ips(lb)
+    return True
+
+
+def _quiet(_line: str) -> None:
+    """Pulumi's progress output is not logged (it may quote inputs)."""
