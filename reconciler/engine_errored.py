@@ -27,7 +27,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from reconciler.engine_errors import UpTimeoutError
@@ -76,10 +76,16 @@ def cascade_delete(
     and wait until Octavia no longer has it, all within ``timeout``. Raises
     :class:`UpTimeoutError` (retryable) past the deadline, or when ``cancelled`` is set."""
     log.warning("deleting load balancer %s with cascade (stack %s)", lb_id, stack_name)
-    deadline = time.monotonic() + timeout
-    wait = FIRST_WAIT
     asked = False
-    while (lb := rest.load_balancer(lb_id)) is not None:
+    late = UpTimeoutError(
+        f"load balancer {lb_id} (to delete with cascade) was still there after {timeout:.0f}s; "
+        "the next sync retries",
+        stack=stack_name,
+    )
+    for _ in _attempts(timeout=timeout, cancelled=cancelled, late=late):
+        lb = rest.load_balancer(lb_id)
+        if lb is None:
+            return
         if not asked and not str(lb.get("provisioning_status", "")).startswith("PENDING_"):
             try:
                 rest.delete_load_balancer(lb_id)
@@ -87,13 +93,20 @@ def cascade_delete(
             except OpenStackRestError as exc:
                 if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile
                     raise
+
+
+def _attempts(
+    *, timeout: float, cancelled: threading.Event, late: UpTimeoutError
+) -> Iterator[None]:
+    """One step per attempt, with a growing pause between them; raises ``late`` past
+    ``timeout`` or when ``cancelled`` is set."""
+    deadline = time.monotonic() + timeout
+    wait = FIRST_WAIT
+    while True:
+        yield
         left = deadline - time.monotonic()
         if left <= 0 or cancelled.wait(min(wait, left)):
-            raise UpTimeoutError(
-                f"load balancer {lb_id} (to delete with cascade) was still there after "
-                f"{timeout:.0f}s; the next sync retries",
-                stack=stack_name,
-            )
+            raise late
         wait = min(wait * BACKOFF, MAX_WAIT)
 
 
@@ -156,20 +169,15 @@ def _delete_child(
     timeout: float,
     cancelled: threading.Event,
 ) -> None:
-    deadline = time.monotonic() + timeout
-    wait = FIRST_WAIT
-    while True:
+    late = UpTimeoutError(
+        f"{kind} {ident} (made by an interrupted create) could not be deleted within "
+        f"{timeout:.0f}s; the next sync retries",
+        stack=stack_name,
+    )
+    for _ in _attempts(timeout=timeout, cancelled=cancelled, late=late):
         try:
             rest.delete_lb_child(kind, ident, missing_ok=True)
             return
         except OpenStackRestError as exc:
             if "HTTP 409" not in str(exc):  # 409: its load balancer is PENDING_*
                 raise
-        left = deadline - time.monotonic()
-        if left <= 0 or cancelled.wait(min(wait, left)):
-            raise UpTimeoutError(
-                f"{kind} {ident} (made by an interrupted create) could not be deleted within "
-                f"{timeout:.0f}s; the next sync retries",
-                stack=stack_name,
-            )
-        wait = min(wait * BACKOFF, MAX_WAIT)

@@ -2,13 +2,82 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
 
+from reconciler import engine_errored
 from reconciler.engine_errored import (
+    cascade_delete,
+    delete_unadopted,
     needs_cascade,
     retry_destroy_after_cascade,
     unadopted_deletions,
 )
+from reconciler.engine_errors import UpTimeoutError
+from reconciler.openstack_rest import OpenStackRestError
+
+
+class FakeRest:
+    """What the deletions call, scripted: the load balancer's statuses, one per read (None:
+    gone), and how many 409s each child delete answers first."""
+
+    def __init__(self, statuses: list[str | None], conflicts: int = 0) -> None:
+        self.statuses = statuses
+        self.conflicts = conflicts
+        self.calls: list[tuple[str, ...]] = []
+
+    def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return None if status is None else {"id": lb_id, "provisioning_status": status}
+
+    def delete_load_balancer(self, lb_id: str) -> None:
+        self.calls.append(("cascade", lb_id))
+
+    def delete_lb_child(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
+        self.calls.append((kind, ident))
+        if self.conflicts:
+            self.conflicts -= 1
+            raise OpenStackRestError("DELETE ...: HTTP 409 Invalid state PENDING_UPDATE")
+
+    def delete_floating_ip(self, ident: str, *, missing_ok: bool = False) -> None:
+        self.calls.append(("floatingips", ident))
+
+    def delete_security_group(self, ident: str, *, missing_ok: bool = False) -> None:
+        self.calls.append(("security-groups", ident))
+
+
+@pytest.fixture(autouse=True)
+def _short_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_errored, "FIRST_WAIT", 0.01)
+    monkeypatch.setattr(engine_errored, "MAX_WAIT", 0.01)
+
+
+def test_cascade_waits_out_pending_then_asks_once_and_waits_until_gone() -> None:
+    rest = FakeRest(["PENDING_UPDATE", "ACTIVE", "PENDING_DELETE", None])
+    cascade_delete(rest, "lb-1", stack_name="s", timeout=10, cancelled=threading.Event())  # type: ignore[arg-type]
+    assert rest.calls == [("cascade", "lb-1")]
+
+
+def test_cascade_of_a_load_balancer_that_never_goes_is_retryable_after_the_timeout() -> None:
+    rest = FakeRest(["PENDING_DELETE"])
+    with pytest.raises(UpTimeoutError, match="still there"):
+        cascade_delete(rest, "lb-1", stack_name="s", timeout=0.05, cancelled=threading.Event())  # type: ignore[arg-type]
+
+
+def test_a_child_is_deleted_once_its_load_balancer_takes_changes_again() -> None:
+    rest = FakeRest([None], conflicts=2)
+    imports = {"listener-tcp-80": "li-1", "fip": "fip-1"}
+    delete_unadopted(rest, imports, stack_name="s", timeout=10, cancelled=threading.Event())  # type: ignore[arg-type]
+    assert rest.calls == [("listeners", "li-1")] * 3 + [("floatingips", "fip-1")]
+
+
+def test_children_of_a_load_balancer_deleted_with_cascade_are_not_deleted_again() -> None:
+    rest = FakeRest([None])
+    imports = {"lb": "lb-1", "pool-tcp-80": "po-1", "sg": "sg-1"}
+    delete_unadopted(rest, imports, stack_name="s", timeout=10, cancelled=threading.Event())  # type: ignore[arg-type]
+    assert rest.calls == [("security-groups", "sg-1")]  # the load balancer was already gone
 
 
 @pytest.mark.parametrize(
