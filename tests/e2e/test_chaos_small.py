@@ -8,16 +8,10 @@ run waits (bounded) until the invariants hold.
 Correctness only, never timing: no violation (every live Service has exactly one matching
 ACTIVE load balancer and its IP, no orphaned stack or cloud object, no stuck finalizer), and the
 chaos really happened (operations, faults, at least one kill and one emulator restart).
-
-Opt-in (``LBR_CHAOS=1``) until the leaks the 20-minute run found are fixed (docs/chaos.md,
-"Open"): a controller killed in the middle of an operation can leave a duplicate load balancer,
-listener or floating IP, so this run fails at random and would make CI red at random. It is
-reported as skipped, not as passed.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -25,13 +19,7 @@ import pytest
 from bench.chaos import Options, run_chaos, summary
 from reconciler.toolchain import Toolchain
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        os.environ.get("LBR_CHAOS") != "1",
-        reason="opt-in with LBR_CHAOS=1 until the leaks of docs/chaos.md 'Open' are fixed",
-    ),
-]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.timeout(1200)  # 2 minutes of chaos, up to 10 to settle, the plane's start and stop
