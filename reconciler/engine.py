@@ -98,6 +98,7 @@ from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
 from stacks.program import (
+    CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,
     RELEASE_KEY,
@@ -131,6 +132,8 @@ class EngineSettings:
     passphrase: Secret = field(default_factory=Secret)
     operation_timeout: float = 900.0
     interrupt_grace: float = 30.0
+    # seconds the provider waits for a child's delete (stacks.program.CHILD_DELETE_TIMEOUT_KEY)
+    child_delete_timeout: float = 120.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -383,7 +386,8 @@ class ServiceStack:
             return
         # No config file here before (another machine's state dir, same backend): drop what
         # the preview set apart from the provider's credentials, which any operation sets.
-        keys = [f"{CONFIG_NAMESPACE}:{k}" for k in (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY)]
+        names = (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY, CHILD_DELETE_TIMEOUT_KEY)
+        keys = [f"{CONFIG_NAMESPACE}:{k}" for k in names]
         with contextlib.suppress(auto.CommandError):
             stack.remove_all_config(keys)
 

@@ -49,6 +49,9 @@ _STUCK_DESTROY = (
     re.compile(r"Cannot delete Load Balancer \S+ - it has children"),
     re.compile(r"Unable to retrieve parent"),
     re.compile(r"unexpected state 'ERROR'"),
+    # a child's delete the cloud never finished (the provider waits while it is ACTIVE or
+    # ERROR), given up after the child delete timeout (stacks/program.py)
+    re.compile(r"to become DELETED: context deadline exceeded"),
 )
 
 

@@ -48,7 +48,13 @@ from reconciler.engine_plan import (
 from reconciler.engine_recovery import alive, lock_dir
 from reconciler.engine_tags import file_tags
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, RELEASE_KEY, SPEC_KEY
+from stacks.program import (
+    CHILD_DELETE_TIMEOUT_KEY,
+    CONFIG_NAMESPACE,
+    IMPORTS_KEY,
+    RELEASE_KEY,
+    SPEC_KEY,
+)
 
 if TYPE_CHECKING:
     from reconciler.engine import Engine
@@ -106,6 +112,9 @@ def configure(
         f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
         f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
         f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(dict(imports))),
+        f"{CONFIG_NAMESPACE}:{CHILD_DELETE_TIMEOUT_KEY}": auto.ConfigValue(
+            f"{engine.settings.child_delete_timeout:g}s"
+        ),
     }
     secrets = {}
     for key, (value, secret) in provider_config(engine.settings.auth).items():

@@ -50,7 +50,9 @@ from stacks import lookups
 from stacks.lookups import InvalidSpecError
 
 __all__ = [
+    "CHILD_DELETE_TIMEOUT_KEY",
     "CONFIG_NAMESPACE",
+    "DEFAULT_CHILD_DELETE_TIMEOUT",
     "IMPORTS_KEY",
     "RELEASE_KEY",
     "SPEC_KEY",
@@ -70,6 +72,13 @@ RELEASE_KEY = "release-load-balancer"
 # `lb-reconciler adopt` sets it to OCCM's objects (members import by pool id, the floating-IP
 # association by floating IP id).
 IMPORTS_KEY = "imports"
+# How long the provider waits for a listener, pool, members or monitor to be gone after its
+# delete (a Go duration). The provider's own default is 10 minutes, and it keeps waiting while
+# the object is ACTIVE or ERROR: a delete the cloud lost (an operator reset a stuck load
+# balancer) held a Service's deletion for the full 10 minutes in the chaos run. Past this time
+# the operation fails and the engine recovers (engine_errored).
+CHILD_DELETE_TIMEOUT_KEY = "child-delete-timeout"
+DEFAULT_CHILD_DELETE_TIMEOUT = "2m"
 
 
 _IMPORTS: ContextVar[dict[str, str]] = ContextVar("lbr_imports", default={})  # noqa: B039
@@ -80,7 +89,12 @@ def main() -> None:
     config = pulumi.Config(CONFIG_NAMESPACE)
     spec = LoadBalancerSpec.from_dict(json.loads(config.require(SPEC_KEY)))
     imports = json.loads(config.get(IMPORTS_KEY) or "{}")
-    declare(spec, release=config.get_bool(RELEASE_KEY) or False, imports=imports)
+    declare(
+        spec,
+        release=config.get_bool(RELEASE_KEY) or False,
+        imports=imports,
+        child_delete_timeout=config.get(CHILD_DELETE_TIMEOUT_KEY) or DEFAULT_CHILD_DELETE_TIMEOUT,
+    )
 
 
 @dataclass(frozen=True)
@@ -176,11 +190,18 @@ def _shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> _Target:
 
 
 def _chain(
-    spec: LoadBalancerSpec, listener: ListenerSpec, lb: _Target, after: pulumi.Resource | None
+    spec: LoadBalancerSpec,
+    listener: ListenerSpec,
+    lb: _Target,
+    after: pulumi.Resource | None,
+    *,
+    delete_timeout: str,
 ) -> pulumi.Resource:
     """One port: listener -> pool -> members -> monitor; returns the last resource."""
     key = logical_suffix(listener)
-    child = pulumi.ResourceOptions(delete_before_replace=True)
+    child = pulumi.ResourceOptions(
+        delete_before_replace=True, custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout)
+    )
     first = child.merge(pulumi.ResourceOptions(depends_on=[after] if after is not None else []))
     pool_spec = listener.pool
     created = openstack.loadbalancer.Listener(
@@ -334,15 +355,20 @@ def _security_group(spec: LoadBalancerSpec, vip_subnet: str | None) -> None:
 
 
 def declare(
-    spec: LoadBalancerSpec, *, release: bool = False, imports: Mapping[str, str] | None = None
+    spec: LoadBalancerSpec,
+    *,
+    release: bool = False,
+    imports: Mapping[str, str] | None = None,
+    child_delete_timeout: str = DEFAULT_CHILD_DELETE_TIMEOUT,
 ) -> None:
     """Declare every resource of ``spec`` and export the stack outputs.
 
-    ``imports`` maps logical names to IDs of objects to adopt (see ``IMPORTS_KEY``).
+    ``imports`` maps logical names to IDs of objects to adopt (see ``IMPORTS_KEY``);
+    ``child_delete_timeout`` see ``CHILD_DELETE_TIMEOUT_KEY``.
     """
     token = _IMPORTS.set(dict(imports or {}))
     try:
-        _declare(spec, release=release)
+        _declare(spec, release=release, child_delete_timeout=child_delete_timeout)
     finally:
         _IMPORTS.reset(token)
 
@@ -355,7 +381,7 @@ def _adopt(name: str, opts: pulumi.ResourceOptions | None = None) -> pulumi.Reso
     return (opts or pulumi.ResourceOptions()).merge(extra)
 
 
-def _declare(spec: LoadBalancerSpec, *, release: bool) -> None:
+def _declare(spec: LoadBalancerSpec, *, release: bool, child_delete_timeout: str) -> None:
     if spec.existing_lb_id:
         lb = _shared_load_balancer(spec, spec.existing_lb_id)
         vip_subnet: str | None = None
@@ -365,7 +391,7 @@ def _declare(spec: LoadBalancerSpec, *, release: bool) -> None:
         lb = _own_load_balancer(spec, vip, release=release)
     previous = lb.resource
     for listener in sorted(spec.listeners, key=lambda li: li.index):
-        previous = _chain(spec, listener, lb, previous)
+        previous = _chain(spec, listener, lb, previous, delete_timeout=child_delete_timeout)
     floating_ip = lb.floating_ip if lb.resource is None else _floating_ip(spec, lb, release=release)
     _security_group(spec, vip_subnet)
     pulumi.export("spec", spec.canonical_json())

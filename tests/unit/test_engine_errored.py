@@ -107,6 +107,13 @@ def test_only_a_load_balancer_in_error_is_cascaded(
         ),
         ("Unable to retrieve parent openstack_lb_pool_v2 (9382a12f) for the monitor", True),
         ("Error waiting for pool p to become ACTIVE: unexpected state 'ERROR', wanted", True),
+        (  # from the second chaos run: the provider waited 10 minutes for a lost delete
+            "openstack:loadbalancer:Monitor monitor-tcp-9000 deleting (600s) error:   "
+            "sdk-v2/provider2.go:571: sdk.helper_schema: Error waiting for "
+            "openstack_lb_monitor_v2 eafacbb4-b8a4-407d-9a67-28efde5d90b6 to become DELETED: "
+            "context deadline exceeded: provider=openstack@5.5.1",
+            True,
+        ),
         ("Invalid state PENDING_UPDATE of loadbalancer resource lb-1", False),  # retried later
         ("Quota exceeded for resources: ['floatingip']", False),
     ],

@@ -10,6 +10,7 @@ the fix (reconciler/engine_errored.py).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -85,3 +86,47 @@ def test_delete_with_a_child_the_state_does_not_know(fault_env: tuple[Env, str])
     wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "ACTIVE" or None, timeout=30)
 
     _emptied(env, stack)
+
+
+def test_delete_of_a_child_the_cloud_lost_is_given_up_and_cascaded(
+    fault_env: tuple[Env, str],
+) -> None:
+    """A child's delete gets stuck and an operator sets the load balancer and its children
+    ACTIVE again, as the chaos run's operator does. The Service's deletion must still empty the
+    cloud, with the child delete timeout the engine gives the provider in the state.
+
+    This does not reproduce the 10-minute wait of the chaos runs (here the emulator finishes the
+    child's delete when the operator acts); the fallback for it is unit-tested
+    (test_engine_errored.py, with the provider's error text from the run)."""
+    env, admin = fault_env
+    config = env.config()
+    svc = service("lost-delete")
+    stack = env.engine(config, operation_timeout=TIMEOUT, child_delete_timeout=5).stack(
+        service=spec_for(svc, config).service
+    )
+    lb_id = stack.ensure(spec_for(svc, config)).outputs["lb_id"]
+    opened = stack._open(create=False)
+    assert opened is not None
+    listener = only(
+        [
+            r
+            for r in opened.export_stack().deployment["resources"]
+            if r["type"].endswith(":Listener")
+        ]
+    )
+    assert listener.get("customTimeouts") == {"delete": 5.0}
+    fault = {"name": "kube_service_*_lost-delete", "outcome": "stuck", "phase": "update"}
+    requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
+
+    def operator() -> None:  # the run's operator: a stuck load balancer is set ACTIVE
+        wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "PENDING_UPDATE" or None)
+        requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
+        body = {"provisioning_status": "ACTIVE", "children": "all"}
+        env.cloud.put(f"/loadbalancers/{lb_id}/status", body)
+
+    helper = threading.Thread(target=operator)
+    helper.start()
+    try:
+        _emptied(env, stack)
+    finally:
+        helper.join(timeout=60)
