@@ -468,12 +468,19 @@ class ServiceStack:
             cancel=self.engine.cancelled,
         )
 
-    def _recover(self, stack: auto.Stack, spec: LoadBalancerSpec | None = None) -> None:
+    def _recover(
+        self,
+        stack: auto.Stack,
+        spec: LoadBalancerSpec | None = None,
+        *,
+        rest: OpenStackRest | None = None,
+    ) -> None:
         """Resolve what an interrupted or failed operation left (see engine_recovery): the
         objects found become the next ``up``'s imports. With the ``spec`` about to be applied,
         the objects it also wants are looked for when the state lacks them, and a found object
-        it does not declare (a port since removed) is deleted, or it would be left behind."""
-        rest = self.engine.rest()
+        it does not declare (a port since removed) is deleted, or it would be left behind.
+        ``rest``: the caller's client, so one Keystone login serves both."""
+        rest = rest or self.engine.rest()
         found = recover_pending(
             stack=stack,
             stack_name=self.name,

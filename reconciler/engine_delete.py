@@ -57,16 +57,16 @@ def delete_stack(ss: ServiceStack) -> DeleteResult:
     tags = ss._tags(stack)
     current = tags.read()
     # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
+    rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
     outputs = outputs_from_tags(current) if HASH_TAG in current else None
     if outputs is None:
-        ss._recover(stack)
+        ss._recover(stack, rest=rest)
         outputs = ss._outputs(stack)
     unadopted, ss._imports = ss._imports, {}
     lb_id = str(outputs.get("lb_id") or "")
     shared = bool(outputs.get("shared"))
     released = False
     tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
-    rest = ss.engine.rest()  # one Keystone login for the lookups below
     if lb_id and not shared and _others_on(ss, rest, lb_id):
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
         ss._deadline(lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release")
@@ -106,7 +106,7 @@ def delete_stack(ss: ServiceStack) -> DeleteResult:
         stack.workspace.remove_stack(ss.name)
     except auto.CommandError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
-    gone = _delete_released(ss, lb_id) if lb_id and shared else False
+    gone = _delete_released(ss, rest, lb_id) if lb_id and shared else False
     return DeleteResult(True, released, gone)
 
 
@@ -133,9 +133,8 @@ def _others_on(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
     return any(any(t != ours for t in tags if t) for tags in rest.listener_tags(lb_id))
 
 
-def _delete_released(ss: ServiceStack, lb_id: str) -> bool:
+def _delete_released(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
     """As the last Service on a load balancer released by its owner, delete it."""
-    rest = ss.engine.rest()
     if rest.listener_tags(lb_id):
         return False
     if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):

@@ -153,10 +153,8 @@ def delete_unadopted(
         )
         if kind == "loadbalancers":
             cascade_delete(rest, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
-        elif kind == "floatingips":
-            rest.delete_floating_ip(ident, missing_ok=True)
-        elif kind == "security-groups":
-            rest.delete_security_group(ident, missing_ok=True)
+        elif kind not in _CHILDREN:  # Neutron: no 409 for a busy parent, deleted once
+            rest.delete(kind, ident, missing_ok=True)
         else:
             _delete_child(
                 rest, kind, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled
@@ -179,7 +177,7 @@ def _delete_child(
     )
     for _ in _attempts(timeout=timeout, cancelled=cancelled, late=late):
         try:
-            rest.delete_lb_child(kind, ident, missing_ok=True)
+            rest.delete(kind, ident, missing_ok=True)
             return
         except OpenStackRestError as exc:
             if "HTTP 409" not in str(exc):  # 409: its load balancer is PENDING_*

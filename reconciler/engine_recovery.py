@@ -152,7 +152,7 @@ def recover_pending(
 
     for name, ident in (carried or {}).items():  # gone meanwhile: its import would fail
         kind = object_kind(name)
-        if name not in present and kind is not None and rest.exists(kind, ident):
+        if name not in present and kind is not None and rest.show(kind, ident) is not None:
             take(name, [ident])
     for pending in pending_creates(state):
         if not pending.idempotent and pending.name not in found:

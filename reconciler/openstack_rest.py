@@ -32,18 +32,21 @@ TIMEOUT = 30.0
 # the start of the description OCCM (and this controller) give the floating IPs they create
 OUR_FLOATING_IP_DESCRIPTION = "Floating IP for Kubernetes external service"
 
-# Pulumi type token -> (service type, collection path, JSON key of the list, filters to send:
-# (key of find_by, the API's query parameter))
-_COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
-    "openstack:loadbalancer/loadBalancer:LoadBalancer": (
-        "load-balancer",
-        "v2/lbaas/loadbalancers",
-        "loadbalancers",
-        (("name", "name"),),
-    ),
+# collection (engine_plan.object_kind) -> (service type, path, JSON key of one object); the
+# JSON key of a list is the collection's name with "_" for "-"
+_PATHS = {
+    "loadbalancers": ("load-balancer", "v2/lbaas/loadbalancers", "loadbalancer"),
+    "listeners": ("load-balancer", "v2/lbaas/listeners", "listener"),
+    "pools": ("load-balancer", "v2/lbaas/pools", "pool"),
+    "healthmonitors": ("load-balancer", "v2/lbaas/healthmonitors", "healthmonitor"),
+    "floatingips": ("network", "v2.0/floatingips", "floatingip"),
+    "security-groups": ("network", "v2.0/security-groups", "security_group"),
+}
+
+# Pulumi type token -> (collection, filters to send: (key of find_by, the API's query parameter))
+_COLLECTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "openstack:loadbalancer/loadBalancer:LoadBalancer": ("loadbalancers", (("name", "name"),)),
     "openstack:loadbalancer/listener:Listener": (
-        "load-balancer",
-        "v2/lbaas/listeners",
         "listeners",
         (
             ("name", "name"),
@@ -52,41 +55,13 @@ _COLLECTIONS: dict[str, tuple[str, str, str, tuple[tuple[str, str], ...]]] = {
             ("protocolPort", "protocol_port"),
         ),
     ),
-    "openstack:loadbalancer/pool:Pool": (
-        "load-balancer",
-        "v2/lbaas/pools",
-        "pools",
-        (("name", "name"),),
-    ),
-    "openstack:loadbalancer/monitor:Monitor": (
-        "load-balancer",
-        "v2/lbaas/healthmonitors",
-        "healthmonitors",
-        (("name", "name"),),
-    ),
+    "openstack:loadbalancer/pool:Pool": ("pools", (("name", "name"),)),
+    "openstack:loadbalancer/monitor:Monitor": ("healthmonitors", (("name", "name"),)),
     "openstack:networking/floatingIp:FloatingIp": (
-        "network",
-        "v2.0/floatingips",
         "floatingips",
         (("description", "description"),),
     ),
-    "openstack:networking/secGroup:SecGroup": (
-        "network",
-        "v2.0/security-groups",
-        "security_groups",
-        (("name", "name"),),
-    ),
-}
-
-
-# collection (engine_plan.object_kind) -> (service type, path)
-_PATHS = {
-    "loadbalancers": ("load-balancer", "v2/lbaas/loadbalancers"),
-    "listeners": ("load-balancer", "v2/lbaas/listeners"),
-    "pools": ("load-balancer", "v2/lbaas/pools"),
-    "healthmonitors": ("load-balancer", "v2/lbaas/healthmonitors"),
-    "floatingips": ("network", "v2.0/floatingips"),
-    "security-groups": ("network", "v2.0/security-groups"),
+    "openstack:networking/secGroup:SecGroup": ("security-groups", (("name", "name"),)),
 }
 
 
@@ -195,28 +170,44 @@ class OpenStackRest:
         entry = _COLLECTIONS.get(type_token)
         if entry is None:
             return None
-        service, path, key, filters = entry
+        kind, filters = entry
+        service, path, _one = _PATHS[kind]
         query = {api: find_by[ours] for ours, api in filters if ours in find_by}
         if not query:
             return []
         _status, _headers, payload = self._send("GET", self._url(service, path, query))
         return [
             str(item["id"])
-            for item in payload.get(key, [])
+            for item in payload.get(kind.replace("-", "_"), [])
             if all(_matches(item, api, value) for api, value in query.items())
-            and not (key == "floatingips" and item.get("port_id"))
+            and not (kind == "floatingips" and item.get("port_id"))
         ]
 
-    def exists(self, kind: str, ident: str) -> bool:
-        """Whether the object ``ident`` of collection ``kind`` (``_PATHS``) exists."""
-        service, path = _PATHS[kind]
+    def show(self, kind: str, ident: str) -> dict[str, Any] | None:
+        """The object ``ident`` of collection ``kind`` (``_PATHS``); None when the cloud
+        answers 404."""
+        service, path, key = _PATHS[kind]
         try:
-            self._send("GET", self._url(service, f"{path}/{ident}"))
+            _status, _headers, payload = self._send("GET", self._url(service, f"{path}/{ident}"))
         except OpenStackRestError as exc:
             if "HTTP 404" in str(exc):
-                return False
+                return None
             raise
-        return True
+        found: dict[str, Any] = payload[key]
+        return found
+
+    def delete(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
+        """Delete the object ``ident`` of collection ``kind`` (``_PATHS``; a load balancer
+        with cascade: :meth:`delete_load_balancer`). Octavia answers 409 for a child while its
+        load balancer is ``PENDING_*``."""
+        if kind == "loadbalancers":
+            raise ValueError("a load balancer is deleted with delete_load_balancer (cascade)")
+        service, path, _one = _PATHS[kind]
+        try:
+            self._send("DELETE", self._url(service, f"{path}/{ident}"))
+        except OpenStackRestError as exc:
+            if not (missing_ok and "HTTP 404" in str(exc)):
+                raise
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""
@@ -231,15 +222,7 @@ class OpenStackRest:
         ]
 
     def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
-        try:
-            url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}")
-            _status, _headers, payload = self._send("GET", url)
-        except OpenStackRestError as exc:
-            if "HTTP 404" in str(exc):
-                return None
-            raise
-        lb: dict[str, Any] = payload["loadbalancer"]
-        return lb
+        return self.show("loadbalancers", lb_id)
 
     def load_balancers(self) -> list[dict[str, Any]]:
         """Every load balancer of the project (following Octavia's pagination links)."""
@@ -260,7 +243,7 @@ class OpenStackRest:
         deleted = []
         for fip in self.floating_ips_on_port(str(lb.get("vip_port_id"))):
             if OUR_FLOATING_IP_DESCRIPTION in str(fip.get("description") or ""):
-                self.delete_floating_ip(str(fip["id"]))
+                self.delete("floatingips", str(fip["id"]))
                 deleted.append(str(fip.get("floating_ip_address")))
         self.delete_load_balancer(str(lb["id"]))
         return deleted
@@ -275,40 +258,7 @@ class OpenStackRest:
         found: list[dict[str, Any]] = payload.get("floatingips", [])
         return found
 
-    def delete_floating_ip(self, fip_id: str, *, missing_ok: bool = False) -> None:
-        self._delete(self._url("network", f"v2.0/floatingips/{fip_id}"), missing_ok=missing_ok)
-
-    def delete_security_group(self, group_id: str, *, missing_ok: bool = False) -> None:
-        url = self._url("network", f"v2.0/security-groups/{group_id}")
-        self._delete(url, missing_ok=missing_ok)
-
-    def delete_lb_child(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
-        """Delete a listener, pool or health monitor (``kind``: ``listeners``, ``pools``,
-        ``healthmonitors``). Octavia answers 409 while its load balancer is ``PENDING_*``."""
-        if kind not in ("listeners", "pools", "healthmonitors"):
-            raise ValueError(f"not a load balancer child collection: {kind}")
-        url = self._url("load-balancer", f"v2/lbaas/{kind}/{ident}")
-        self._delete(url, missing_ok=missing_ok)
-
-    def _delete(self, url: str, *, missing_ok: bool) -> None:
-        try:
-            self._send("DELETE", url)
-        except OpenStackRestError as exc:
-            if not (missing_ok and "HTTP 404" in str(exc)):
-                raise
-
     # --- read-only lookups of an OCCM load balancer, for `lb-reconciler adopt` ---------------
-
-    def _get_one(self, service: str, path: str, key: str) -> dict[str, Any] | None:
-        """One object by its path; None when the cloud answers 404."""
-        try:
-            _status, _headers, payload = self._send("GET", self._url(service, path))
-        except OpenStackRestError as exc:
-            if "HTTP 404" in str(exc):
-                return None
-            raise
-        found: dict[str, Any] = payload[key]
-        return found
 
     def load_balancers_named(self, name: str) -> list[dict[str, Any]]:
         """The load balancers with exactly this name (Octavia does not make names unique)."""
@@ -317,10 +267,10 @@ class OpenStackRest:
         return [lb for lb in payload.get("loadbalancers", []) if lb.get("name") == name]
 
     def listener(self, listener_id: str) -> dict[str, Any] | None:
-        return self._get_one("load-balancer", f"v2/lbaas/listeners/{listener_id}", "listener")
+        return self.show("listeners", listener_id)
 
     def pool(self, pool_id: str) -> dict[str, Any] | None:
-        return self._get_one("load-balancer", f"v2/lbaas/pools/{pool_id}", "pool")
+        return self.show("pools", pool_id)
 
     def pool_members(self, pool_id: str) -> list[dict[str, Any]]:
         url = self._url("load-balancer", f"v2/lbaas/pools/{pool_id}/members")
@@ -329,8 +279,7 @@ class OpenStackRest:
         return found
 
     def health_monitor(self, monitor_id: str) -> dict[str, Any] | None:
-        path = f"v2/lbaas/healthmonitors/{monitor_id}"
-        return self._get_one("load-balancer", path, "healthmonitor")
+        return self.show("healthmonitors", monitor_id)
 
     def security_groups_named(self, name: str) -> list[dict[str, Any]]:
         url = self._url("network", "v2.0/security-groups", {"name": name})

@@ -35,17 +35,11 @@ class FakeRest:
     def delete_load_balancer(self, lb_id: str) -> None:
         self.calls.append(("cascade", lb_id))
 
-    def delete_lb_child(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
+    def delete(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
         self.calls.append((kind, ident))
-        if self.conflicts:
+        if self.conflicts and kind in ("healthmonitors", "pools", "listeners"):
             self.conflicts -= 1
             raise OpenStackRestError("DELETE ...: HTTP 409 Invalid state PENDING_UPDATE")
-
-    def delete_floating_ip(self, ident: str, *, missing_ok: bool = False) -> None:
-        self.calls.append(("floatingips", ident))
-
-    def delete_security_group(self, ident: str, *, missing_ok: bool = False) -> None:
-        self.calls.append(("security-groups", ident))
 
 
 @pytest.fixture(autouse=True)
