@@ -15,9 +15,10 @@ import re
 from dataclasses import dataclass
 
 from reconciler.config import CloudConfig, LoadBalancerClass, LoadBalancerConfig
+from reconciler.config.subnet_match import check_pattern, check_tags
 from reconciler.model import annotations as a
 from reconciler.model.annotations import AnnotationReader
-from reconciler.model.errors import ValidationError, annotation_field
+from reconciler.model.errors import ValidationError, annotation_field, config_field
 from reconciler.model.spec import FloatingIpSpec
 from reconciler.model.view import ServiceView
 
@@ -84,23 +85,20 @@ def placement(
     return Placement(subnet, network, None, member)
 
 
-_TAGS = re.compile(r"^!?&?[^,\s]+(\s*,\s*[^,\s]+)*$")
-
-
 def _check_subnet_matchers(
     pattern: str | None, tags: str | None, where: tuple[str, str]
 ) -> list[ValidationError]:
+    """OCCM's syntax (:mod:`reconciler.config.subnet_match`), checked before the cloud is."""
     errors = []
-    body = (pattern or "").removeprefix("!")
-    if body.startswith("~"):
-        try:
-            re.compile(body[1:])
-        except re.error as exc:
-            fix = "fix the regular expression after '~', or use a glob"
-            errors.append(ValidationError(where[0], pattern or "", f"bad regexp ({exc})", fix))
-    if tags and not _TAGS.match(tags.strip()):
-        fix = 'write tags as "a,b"; prefix "&" to need all, "!" to negate'
-        errors.append(ValidationError(where[1], tags, "is not a tag list", fix))
+    if pattern and (problem := check_pattern(pattern)):
+        fix = (
+            "write a glob such as public-* or a Go regular expression after '~' "
+            "(a leading '!' negates)"
+        )
+        errors.append(ValidationError(where[0], pattern, problem, fix))
+    if tags and (problem := check_tags(tags)):
+        fix = 'write tags as "a,b" (any of them); prefix "&" for all of them, "!" to negate'
+        errors.append(ValidationError(where[1], tags, problem, fix))
     return errors
 
 
@@ -131,6 +129,11 @@ def floating_ip(
             cls.floating_subnet,
             cls.floating_subnet_tags,
         )
+        section = f'LoadBalancerClass "{reader.string(a.CLASS)}"'
+        where = (
+            config_field(section, "floating-subnet"),
+            config_field(section, "floating-subnet-tags"),
+        )
     elif _first(reader.string(a.FLOATING_SUBNET_ID), reader.string(a.FLOATING_SUBNET)) or (
         reader.string(a.FLOATING_SUBNET_TAGS)
     ):
@@ -139,7 +142,10 @@ def floating_ip(
         tags = reader.string(a.FLOATING_SUBNET_TAGS) or ""
     else:
         sub_id, pattern, tags = lb.floating_subnet_id, lb.floating_subnet, lb.floating_subnet_tags
-        where = ("cloud.conf [LoadBalancer] floating-subnet", "cloud.conf [LoadBalancer] tags")
+        where = (
+            config_field("LoadBalancer", "floating-subnet"),
+            config_field("LoadBalancer", "floating-subnet-tags"),
+        )
     if sub_id:  # an id wins over name patterns and tags
         pattern, tags = "", ""
     address = view.load_balancer_ip or None

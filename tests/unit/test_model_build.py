@@ -423,3 +423,18 @@ def test_proxy_with_ingress_hostname() -> None:
 
 def test_spec_is_a_loadbalancerspec() -> None:
     assert isinstance(spec_of(), LoadBalancerSpec)
+
+
+@pytest.mark.parametrize("tags", ["a,,b", "a b", " a , b "])
+def test_floating_subnet_tags_are_split_as_occm_splits_them(tags: str) -> None:
+    spec = spec_of({P + "floating-subnet-tags": tags})
+    assert spec.floating_ip is not None
+    assert spec.floating_ip.subnet_tags == tags
+
+
+def test_bad_floating_subnet_in_cloud_conf_names_the_key() -> None:
+    # a [LoadBalancer] pattern that only a class or an annotation overrides is still checked
+    config = config_from("[LoadBalancer]\nfloating-subnet-tags=a\n")
+    result = build({P + "floating-subnet": "~(?<=x)y"}, config=config)
+    assert result.spec is None
+    assert [e.field for e in result.errors] == [f'metadata.annotations["{P}floating-subnet"]']

@@ -64,7 +64,10 @@ def ann(key: str) -> str:
         ({P + "flavor-id": "small"}, {}, ann(P + "flavor-id"), "small", "UUID"),
         ({P + "load-balancer-id": "lb1"}, {}, ann(P + "load-balancer-id"), "lb1", "UUID"),
         ({P + "floating-subnet": "~(("}, {}, ann(P + "floating-subnet"), "~((", "regular"),
-        ({P + "floating-subnet-tags": "a,,b"}, {}, ann(P + "floating-subnet-tags"), "a,,b", "tags"),
+        ({P + "floating-subnet": "~a(?=b)"}, {}, ann(P + "floating-subnet"), "~a(?=b)", "RE2"),
+        ({P + "floating-subnet": "{a"}, {}, ann(P + "floating-subnet"), "{a", "glob"),
+        ({P + "floating-subnet-tags": "!"}, {}, ann(P + "floating-subnet-tags"), "!", "no tag"),
+        ({P + "floating-subnet-tags": "&!a"}, {}, ann(P + "floating-subnet-tags"), "&!a", "'!'"),
         ({P + "lb-method": "FASTEST"}, {}, ann(P + "lb-method"), "FASTEST", "ROUND_ROBIN"),
         ({P + "enable-health-monitor": "1"}, {}, ann(P + "enable-health-monitor"), "1", '"true"'),
         (
