@@ -21,6 +21,13 @@ Values that Octavia would reject later (an unknown ``lb-method``, ``monitor-time
 ``monitor-delay``, ids that are not UUIDs) are errors too, so they surface at start-up rather than
 as one failed load balancer after another.
 
+Keys OCCM reads that this controller cannot honour are errors too, never ignored:
+``[LoadBalancer] enabled = false`` (there would be nothing to do), ``cascade-delete = false``,
+``provider-requires-serial-api-calls = true``, the Keystone trust keys and ``cloud`` without
+``use-clouds``. ``use-clouds = true`` fills ``[Global]`` from clouds.yaml (:mod:`.clouds`), as
+OCCM does. ``floating-subnet``/``floating-subnet-tags`` follow OCCM's syntax and matching
+(:mod:`.subnet_match`).
+
 Secrets (``password``, ``trustee-password``, ``token``, ``application-credential-secret``) are held
 in :class:`Secret`, whose ``repr`` and ``str`` never show the value, and issue messages never
 quote the value of a secret key or of an unknown key (a misspelt ``pasword`` is still a password).

@@ -8,12 +8,15 @@ to the same field, the last one written wins, as for a repeated key.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from reconciler.config.clouds import resolve_clouds
 from reconciler.config.gcfg import read_gcfg
 from reconciler.config.settings import (
     AuthConfig,
@@ -24,6 +27,7 @@ from reconciler.config.settings import (
     LoadBalancerConfig,
     Secret,
 )
+from reconciler.config.subnet_match import check_pattern, check_tags
 
 __all__ = ["LB_METHODS", "parse_cloud_conf", "parse_go_duration"]
 
@@ -218,8 +222,17 @@ def _shown(key: str, raw: str | None) -> str:
     return "" if key in _SECRET_KEYS or raw is None else raw
 
 
-def parse_cloud_conf(*, text: str) -> ConfigResult:
-    """Read cloud.conf text. Never raises; see :class:`ConfigResult`."""
+def parse_cloud_conf(
+    *,
+    text: str,
+    environ: Mapping[str, str] | None = None,
+    search_dirs: Sequence[Path] | None = None,
+) -> ConfigResult:
+    """Read cloud.conf text. Never raises; see :class:`ConfigResult`.
+
+    With ``use-clouds = true`` the clouds.yaml it names is read too (:mod:`.clouds`), with
+    ``environ`` (default: the process's) for ``OS_CLOUD`` and ``OS_CLIENT_*_FILE`` and
+    ``search_dirs`` (default: ./, ~/.config/openstack, /etc/openstack) to look in."""
     entries, syntax_errors = read_gcfg(text)
     errors, warnings = list(syntax_errors), []
     values: dict[str, dict[str, Any]] = {"Global": {}, "LoadBalancer": {}}
@@ -269,27 +282,35 @@ def parse_cloud_conf(*, text: str) -> ConfigResult:
     auth = AuthConfig(**values["Global"])
     lb = LoadBalancerConfig(**values["LoadBalancer"])
     lbclasses = {n: LoadBalancerClass(**v) for n, v in classes.items()}
-    errors += _check_load_balancer(lb)
-    warnings += _warn_load_balancer(lb)
+    errors += _check_load_balancer(lb) + _refuse_unsupported(lb) + _check_global(auth)
+    warnings += _warn_load_balancer(lb) + _warn_global(auth)
     for n, c in lbclasses.items():
-        errors += _check_patterns(f'LoadBalancerClass "{n}"', c.floating_subnet)
+        errors += _check_matchers(
+            f'LoadBalancerClass "{n}"', c.floating_subnet, c.floating_subnet_tags
+        )
+    if auth.use_clouds:
+        env = os.environ if environ is None else environ
+        auth, more_warnings, more_errors = resolve_clouds(
+            auth, environ=env, search_dirs=search_dirs
+        )
+        warnings += more_warnings
+        errors += more_errors
     if errors:
         return ConfigResult(None, tuple(warnings), tuple(errors))
     config = CloudConfig(auth=auth, load_balancer=lb, classes=MappingProxyType(lbclasses))
     return ConfigResult(config, tuple(warnings), ())
 
 
-def _check_patterns(section: str, pattern: str) -> list[ConfigIssue]:
-    """``floating-subnet``: ``!`` negates, ``~`` starts a regular expression, else a glob."""
-    body = pattern.removeprefix("!")
-    if not body.startswith("~"):
-        return []
-    try:
-        re.compile(body[1:])
-    except re.error as exc:
-        fix = "fix the regular expression after '~', or use a glob"
-        return [ConfigIssue(section, "floating-subnet", pattern, f"bad regexp: {exc}", fix)]
-    return []
+def _check_matchers(section: str, pattern: str, tags: str) -> list[ConfigIssue]:
+    """``floating-subnet`` and ``floating-subnet-tags``: OCCM's syntax (:mod:`.subnet_match`)."""
+    out = []
+    if pattern and (problem := check_pattern(pattern)):
+        fix = "write a glob such as public-* or a Go regular expression after '~' ('!' negates)"
+        out.append(ConfigIssue(section, "floating-subnet", pattern, problem, fix))
+    if tags and (problem := check_tags(tags)):
+        fix = 'write tags as "a,b" (any of them); prefix "&" for all of them, "!" to negate'
+        out.append(ConfigIssue(section, "floating-subnet-tags", tags, problem, fix))
+    return out
 
 
 def _check_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
@@ -315,7 +336,7 @@ def _check_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
     ):
         if not 1 <= n <= 10:
             out.append(ConfigIssue(s, key, str(n), "Octavia accepts 1 to 10", "pick 1 to 10"))
-    return out + _check_patterns(s, lb.floating_subnet)
+    return out + _check_matchers(s, lb.floating_subnet, lb.floating_subnet_tags)
 
 
 def _warn_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
@@ -331,3 +352,65 @@ def _warn_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
         value = str(lb.max_shared_lb)
         out.append(ConfigIssue(s, "max-shared-lb", value, "no Service can use a shared LB", fix))
     return out
+
+
+# --- keys OCCM reads that this controller cannot honour: refused, never ignored -------------
+
+
+def _refuse_unsupported(lb: LoadBalancerConfig) -> list[ConfigIssue]:
+    s, out = "LoadBalancer", []
+    if not lb.enabled:
+        reason = (
+            "load balancers are disabled, and they are all lb-reconciler does (OCCM runs no "
+            "service controller then)"
+        )
+        fix = "set enabled = true (or remove it) to run lb-reconciler, or do not deploy it"
+        out.append(ConfigIssue(s, "enabled", "false", reason, fix))
+    if not lb.cascade_delete:
+        reason = (
+            "not supported: lb-reconciler deletes a load balancer's children one by one (what "
+            "OCCM does with cascade-delete = false) but still cascades a load balancer in ERROR "
+            "or one whose children cannot be deleted, and `sweep` deletes with cascade"
+        )
+        fix = "remove it (the default is true)"
+        out.append(ConfigIssue(s, "cascade-delete", "false", reason, fix))
+    if lb.provider_requires_serial_api_calls:
+        reason = (
+            "not supported: listeners and pools are created one by one already, but members are "
+            "set with Octavia's batch member update, which this option exists to avoid"
+        )
+        fix = "remove it (the default is false); no provider without batch member updates is served"
+        out.append(ConfigIssue(s, "provider-requires-serial-api-calls", "true", reason, fix))
+    return out
+
+
+def _check_global(auth: AuthConfig) -> list[ConfigIssue]:
+    s, out = "Global", []
+    trust_fix = (
+        "log in without a trust: an application credential (application-credential-id and "
+        "application-credential-secret) or a user with a password"
+    )
+    reason = "Keystone trusts are not supported (the OpenStack Pulumi provider cannot use one)"
+    for key, value in (
+        ("trust-id", auth.trust_id),
+        ("trustee-id", auth.trustee_id),
+        ("trustee-password", auth.trustee_password),
+    ):
+        if value:
+            shown = "" if isinstance(value, Secret) else str(value)
+            out.append(ConfigIssue(s, key, shown, reason, trust_fix))
+    if auth.cloud and not auth.use_clouds:
+        reason = "names a clouds.yaml entry, which is read only with use-clouds = true"
+        fix = (
+            "set use-clouds = true (and clouds-file) to take the credentials from it, or remove it"
+        )
+        out.append(ConfigIssue(s, "cloud", auth.cloud, reason, fix))
+    return out
+
+
+def _warn_global(auth: AuthConfig) -> list[ConfigIssue]:
+    if auth.clouds_file and not auth.use_clouds:
+        reason = "is not read without use-clouds = true (as in OCCM)"
+        fix = "set use-clouds = true to take the credentials from it, or remove it"
+        return [ConfigIssue("Global", "clouds-file", auth.clouds_file, reason, fix)]
+    return []

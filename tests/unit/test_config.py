@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -137,7 +138,7 @@ def test_empty_file_is_defaults() -> None:
         ("flavor-id=" + NET, "flavor_id", NET),
         ("availability-zone=az1", "availability_zone", "az1"),
         ("lb-version=v2", "lb_version", "v2"),
-        ("provider-requires-serial-api-calls=true", "provider_requires_serial_api_calls", True),
+        ("provider-requires-serial-api-calls=false", "provider_requires_serial_api_calls", False),
         (
             "default-tls-container-ref=https://kms/v1/containers/x",
             "default_tls_container_ref",
@@ -147,7 +148,8 @@ def test_empty_file_is_defaults() -> None:
         ("network-id=" + NET, "network_id", NET),
         ("floating-subnet=~^pub-.*$", "floating_subnet", "~^pub-.*$"),
         ("floating-subnet-tags=&a,b", "floating_subnet_tags", "&a,b"),
-        ("cascade-delete=false", "cascade_delete", False),
+        ("cascade-delete=true", "cascade_delete", True),
+        ("enabled=true", "enabled", True),
         ("container-store=external", "container_store", "external"),
     ],
 )
@@ -171,7 +173,7 @@ def test_load_balancer_keys(line: str, field: str, expected: object) -> None:
         ("[Global]\nregion=a\nregion=b\n", "region", "b"),  # the last one wins
         ("[Global]\nproject-id=p1\n", "tenant_id", "p1"),  # alias of tenant-id
         ("[Global]\ntls-insecure=true\n", "tls_insecure", True),
-        ("[Global]\nuse-clouds=true\nclouds-file=/c.yaml\ncloud=c\n", "cloud", "c"),
+        ("[Global]\nuse-clouds=false\n", "use_clouds", False),
         ("[Global]\napplication-credential-id=ac\n", "application_credential_id", "ac"),
         ("[Global]\nuser-domain-name=Default\n", "user_domain_name", "Default"),
         ("[Global]\ntenant-domain-id=d\n", "tenant_domain_id", "d"),
@@ -256,6 +258,23 @@ def test_unknown_key_warning_never_shows_its_value() -> None:
             "at most",
         ),
         ("[LoadBalancer]\nfloating-subnet=~[\n", "floating-subnet", "~[", "regular expression"),
+        ("[LoadBalancer]\nfloating-subnet=~a(?!b)\n", "floating-subnet", "~a(?!b)", "Go"),
+        ("[LoadBalancer]\nfloating-subnet-tags=!\n", "floating-subnet-tags", "!", "&"),
+        ('[LoadBalancerClass "c"]\nfloating-subnet={a\n', "floating-subnet", "{a", "glob"),
+        ('[LoadBalancerClass "c"]\nfloating-subnet-tags=&\n', "floating-subnet-tags", "&", "&"),
+        # parsed, but not supported: refused at start-up, never ignored
+        ("[LoadBalancer]\nenabled=false\n", "enabled", "false", "enabled = true"),
+        ("[LoadBalancer]\ncascade-delete=false\n", "cascade-delete", "false", "remove"),
+        (
+            "[LoadBalancer]\nprovider-requires-serial-api-calls=true\n",
+            "provider-requires-serial-api-calls",
+            "true",
+            "remove",
+        ),
+        ("[Global]\ntrust-id=t1\n", "trust-id", "t1", "application-credential"),
+        ("[Global]\ntrustee-id=u1\n", "trustee-id", "u1", "application-credential"),
+        ("[Global]\ntrustee-password=tr0st\n", "trustee-password", "", "application-credential"),
+        ("[Global]\ncloud=mycloud\n", "cloud", "mycloud", "use-clouds = true"),
         ("[Global]\nregion\n", "region", "", "key=value"),
         ('[LoadBalancerClass "c"]\nsubnet-id=zzz\n', "subnet-id", "zzz", "openstack"),
     ],
@@ -290,13 +309,10 @@ def test_syntax_errors_carry_line_numbers(text: str, line: int) -> None:
 
 
 def test_secrets_are_redacted() -> None:
-    text = (
-        "[Global]\npassword=p4ss\napplication-credential-secret=s3cret\n"
-        "trustee-password=tr0st\ntoken=t0ken\n"
-    )
+    text = "[Global]\npassword=p4ss\napplication-credential-secret=s3cret\ntoken=t0ken\n"
     config = ok(text)
     shown = repr(config) + str(config) + repr(config.auth) + str(config.auth.password)
-    for secret in ("p4ss", "s3cret", "tr0st", "t0ken"):
+    for secret in ("p4ss", "s3cret", "t0ken"):
         assert secret not in shown
     assert config.auth.application_credential_secret.reveal() == "s3cret"
     assert config.auth.password == Secret("p4ss")
@@ -338,3 +354,138 @@ def test_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         config.load_balancer.lb_method = "x"  # type: ignore[misc]
     assert isinstance(config.load_balancer, LoadBalancerConfig)
+
+
+def test_clouds_file_without_use_clouds_is_a_warning() -> None:
+    result = parse_cloud_conf(text="[Global]\nclouds-file=/etc/openstack/clouds.yaml\n", environ={})
+    assert result.config is not None
+    assert [(w.key, "use-clouds = true" in w.fix) for w in result.warnings] == [
+        ("clouds-file", True)
+    ]
+
+
+def test_trustee_password_is_never_shown_when_refused() -> None:
+    result = failed("[Global]\ntrust-id=t\ntrustee-id=u\ntrustee-password=hunter2\n")
+    assert sorted(e.key for e in result.errors) == ["trust-id", "trustee-id", "trustee-password"]
+    assert "hunter2" not in repr(result)
+    assert "hunter2" not in " ".join(str(e) for e in result.errors)
+
+
+# --- use-clouds: [Global] filled from clouds.yaml, as OCCM's ReadClouds ------------------------
+
+CLOUDS_YAML = """
+clouds:
+  prod:
+    auth:
+      auth_url: https://keystone.example/v3
+      username: from-yaml
+      password: yaml-p4ss
+      project_name: proj
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionTwo
+    interface: internal
+    cacert: /etc/ca.pem
+  other:
+    auth:
+      auth_url: https://other.example/v3
+      application_credential_id: ac1
+      application_credential_secret: ac-s3cret
+"""
+
+
+def _clouds(tmp_path: Any, text: str = CLOUDS_YAML, name: str = "clouds.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def parse_clouds(conf: str, **environ: str) -> ConfigResult:
+    return parse_cloud_conf(text=conf, environ=environ, search_dirs=())
+
+
+def test_use_clouds_fills_what_cloud_conf_leaves_empty(tmp_path: Any) -> None:
+    path = _clouds(tmp_path)
+    conf = f"[Global]\nuse-clouds=true\nclouds-file={path}\ncloud=prod\nusername=from-conf\n"
+    result = parse_clouds(conf)
+    assert result.errors == (), [str(e) for e in result.errors]
+    assert result.config is not None
+    auth = result.config.auth
+    assert auth.username == "from-conf"  # cloud.conf has priority
+    assert auth.auth_url == "https://keystone.example/v3"
+    assert auth.password == Secret("yaml-p4ss")
+    assert (auth.tenant_name, auth.user_domain_name, auth.tenant_domain_name) == (
+        "proj",
+        "Default",
+        "Default",
+    )
+    assert (auth.region, auth.endpoint_type) == ("RegionTwo", "internal")
+    assert auth.ca_file == "/etc/ca.pem"
+    assert auth.cloud == ""  # resolved: the provider is given the values, not the name
+    assert "yaml-p4ss" not in repr(result)
+
+
+def test_use_clouds_cloud_from_os_cloud_and_the_file_from_os_client_config_file(
+    tmp_path: Any,
+) -> None:
+    path = _clouds(tmp_path)
+    conf = "[Global]\nuse-clouds=true\n"
+    result = parse_clouds(conf, OS_CLOUD="other", OS_CLIENT_CONFIG_FILE=path)
+    assert result.config is not None, [str(e) for e in result.errors]
+    assert result.config.auth.application_credential_id == "ac1"
+    assert result.config.auth.application_credential_secret.reveal() == "ac-s3cret"
+
+
+def test_use_clouds_single_entry_needs_no_name(tmp_path: Any) -> None:
+    path = _clouds(tmp_path, "clouds:\n  only:\n    auth:\n      auth_url: https://k/v3\n")
+    result = parse_clouds(f"[Global]\nuse-clouds=true\nclouds-file={path}\n")
+    assert result.config is not None
+    assert result.config.auth.auth_url == "https://k/v3"
+
+
+def test_use_clouds_secure_yaml_overrides(tmp_path: Any) -> None:
+    path = _clouds(tmp_path)
+    secure_text = "clouds:\n  prod:\n    auth:\n      password: s3cure\n"
+    secure = _clouds(tmp_path, secure_text, "secure.yaml")
+    conf = f"[Global]\nuse-clouds=true\nclouds-file={path}\ncloud=prod\n"
+    result = parse_clouds(conf, OS_CLIENT_SECURE_FILE=secure)
+    assert result.config is not None
+    assert result.config.auth.password.reveal() == "s3cure"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "conf_extra", "key", "says"),
+    [
+        (None, "cloud=prod\n", "clouds-file", "cannot be read"),
+        (CLOUDS_YAML, "cloud=nope\n", "cloud", "other, prod"),
+        (CLOUDS_YAML, "", "cloud", "other, prod"),
+        ("clouds: [1, 2]\n", "", "clouds-file", "clouds:"),
+        (": not yaml\n  - [", "", "clouds-file", "YAML"),
+        ("clouds:\n  p:\n    profile: vexxhost\n", "", "cloud", "profile"),
+    ],
+)
+def test_use_clouds_problems_name_the_key_and_the_fix(
+    tmp_path: Any, yaml_text: str | None, conf_extra: str, key: str, says: str
+) -> None:
+    path = _clouds(tmp_path, yaml_text) if yaml_text is not None else str(tmp_path / "no.yaml")
+    result = parse_clouds(f"[Global]\nuse-clouds=true\nclouds-file={path}\n{conf_extra}")
+    assert result.config is None
+    assert [e.key for e in result.errors] == [key], [str(e) for e in result.errors]
+    assert says in str(result.errors[0])
+    assert result.errors[0].fix
+
+
+def test_use_clouds_without_any_file_is_an_error() -> None:
+    result = parse_clouds("[Global]\nuse-clouds=true\n")
+    assert result.config is None
+    assert result.errors[0].key == "use-clouds"
+    assert "clouds-file" in result.errors[0].fix
+
+
+def test_use_clouds_keys_it_does_not_use_are_warnings(tmp_path: Any) -> None:
+    text = "clouds:\n  p:\n    auth:\n      auth_url: https://k/v3\n      system_scope: all\n"
+    text += "    regions: [a, b]\n"
+    path = _clouds(tmp_path, text)
+    result = parse_clouds(f"[Global]\nuse-clouds=true\nclouds-file={path}\n")
+    assert result.config is not None
+    assert sorted(w.value for w in result.warnings) == ["auth.system_scope", "regions"]
