@@ -432,8 +432,8 @@ def test_floating_subnet_tags_are_split_as_occm_splits_them(tags: str) -> None:
     assert spec.floating_ip.subnet_tags == tags
 
 
-def test_bad_floating_subnet_in_cloud_conf_names_the_key() -> None:
-    # a [LoadBalancer] pattern that only a class or an annotation overrides is still checked
+def test_a_bad_annotation_pattern_is_named_over_a_good_cloud_conf_one() -> None:
+    # the annotation wins over [LoadBalancer] (OCCM), so the error is the annotation's
     config = config_from("[LoadBalancer]\nfloating-subnet-tags=a\n")
     result = build({P + "floating-subnet": "~(?<=x)y"}, config=config)
     assert result.spec is None
