@@ -12,6 +12,12 @@ provider and credentials as the resources, so the plain CLI and the Automation A
   with ``router:external``; none means no floating IP (OCCM's autodetection), more than one is a
   configuration error.
 * **The member subnet's CIDR**, for security-group rules without ``remote_ip_prefix``.
+* **The floating IP's subnet** from ``floating-subnet`` / ``floating-subnet-tags``: the subnets
+  of the floating network (the network's ``subnets``, then each subnet) matched as OCCM matches
+  them (:mod:`reconciler.config.subnet_match`); the first IPv4 match by name is taken.
+
+And one check: a VIP ``subnet-id`` / ``network-id`` must give an address of the Service's first
+IP family (:func:`check_vip_family`).
 
 Plus two that concern existing objects: a floating IP given as ``spec.loadBalancerIP`` and the
 load balancer of a shared Service (``load-balancer-id``), with the Services already on it.
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 
 import pulumi_openstack as openstack
 
+from reconciler.config.subnet_match import SubnetCandidate, SubnetPatternError, matching_subnets
 from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
 
 __all__ = [
@@ -35,6 +42,7 @@ __all__ = [
     "ExistingFloatingIp",
     "InvalidSpecError",
     "SharedLoadBalancer",
+    "check_vip_family",
     "existing_floating_ip",
     "external_network_id",
     "floating_subnet_id",
@@ -55,14 +63,16 @@ class InvalidSpecError(Exception):
 
 
 def _no_result(exc: Exception) -> bool:
-    """The provider's "nothing matched": "Your query returned no results", "... not found", and
-    "No openstack_networking_floatingip_v2 found" (getFloatingIp)."""
+    """The provider's "nothing matched": "Your query returned no results", "... not found",
+    "No openstack_networking_floatingip_v2 found" (getFloatingIp) and "Your query returned no
+    openstack_networking_subnet_v2" (getSubnet by id)."""
     text = str(exc).lower()
     return (
         "no results" in text
         or "not found" in text
         or "no networking" in text
         or re.search(r"\bno openstack_\w+ found", text) is not None
+        or re.search(r"returned no openstack_\w+", text) is not None
     )
 
 
@@ -104,6 +114,73 @@ def vip_subnet_id(spec: LoadBalancerSpec) -> str:
     return str(subnet.id)
 
 
+_WHERE = (
+    "the loadbalancer.openstack.org/{key} annotation, or {key} in the Service's "
+    "[LoadBalancerClass] or in [LoadBalancer] of cloud.conf"
+)
+
+
+def _subnet_version(subnet_id: str, *, what: str) -> int:
+    try:
+        return int(openstack.networking.get_subnet(subnet_id=subnet_id).ip_version)
+    except Exception as exc:
+        if _no_result(exc):
+            raise InvalidSpecError(
+                f"{what} {subnet_id} does not exist (or is not visible to this project); "
+                f"give an existing subnet in {_WHERE.format(key='subnet-id')}"
+            ) from exc
+        raise
+
+
+def check_vip_family(spec: LoadBalancerSpec) -> None:
+    """The VIP subnet-id / network-id must give an address of the Service's first IP family.
+
+    With a subnet: that subnet's version. With only a network: it needs a subnet of the family,
+    and an IPv6 Service needs its subnet named when the network has IPv4 subnets too (Octavia
+    takes an IPv4 subnet when only a network is given). A VIP port (port-id) is the user's
+    choice and is not checked; neither is autodetection, which looks for the family itself.
+    """
+    if spec.vip_port_id:
+        return
+    family = _ip_version(spec)
+    first = f"the Service's first IP family (spec.ipFamilies[0]) is IPv{family}"
+    if spec.vip_subnet_id:
+        version = _subnet_version(spec.vip_subnet_id, what="subnet-id")
+        if version != family:
+            raise InvalidSpecError(
+                f"subnet-id {spec.vip_subnet_id} is an IPv{version} subnet but {first}; give "
+                f"an IPv{family} subnet in {_WHERE.format(key='subnet-id')}, or change "
+                "spec.ipFamilies (delete and re-create the Service)"
+            )
+        return
+    if not spec.vip_network_id:
+        return
+    try:
+        subnet_ids = openstack.networking.get_network(network_id=spec.vip_network_id).subnets
+    except Exception as exc:
+        if _no_result(exc):
+            raise InvalidSpecError(
+                f"network-id {spec.vip_network_id} does not exist (or is not visible to this "
+                f"project); give an existing network in {_WHERE.format(key='network-id')}"
+            ) from exc
+        raise
+    what = f"a subnet of network-id {spec.vip_network_id}:"
+    versions = sorted({_subnet_version(i, what=what) for i in subnet_ids or []})
+    if family not in versions:
+        has = ", ".join(f"IPv{v}" for v in versions) or "none"
+        raise InvalidSpecError(
+            f"network-id {spec.vip_network_id} has no IPv{family} subnet (it has: {has}) but "
+            f"{first}; give a network with an IPv{family} subnet in "
+            f"{_WHERE.format(key='network-id')}, or set subnet-id"
+        )
+    if family == 6 and 4 in versions:
+        raise InvalidSpecError(
+            f"network-id {spec.vip_network_id} has IPv4 subnets too, and Octavia takes an IPv4 "
+            f"one when only a network is given, but {first}; set subnet-id to the network's "
+            f"IPv6 subnet ({_WHERE.format(key='subnet-id')})"
+        )
+
+
 def external_network_id() -> str | None:
     """The only external network, or None when there is none."""
     try:
@@ -120,42 +197,54 @@ def external_network_id() -> str | None:
     return str(network.id)
 
 
-def floating_subnet_id(fip: FloatingIpSpec, network_id: str) -> str | None:
-    """The floating subnet: the given id, or the one subnet matching an exact name or tags.
+def _describe(pattern: str | None, tags: str | None) -> str:
+    parts = [f"floating-subnet {pattern!r}"] if pattern else []
+    parts += [f"floating-subnet-tags {tags!r}"] if tags else []
+    return " and ".join(parts)
 
-    Glob and regular-expression patterns and negated or any-of tag lists need a list of subnets,
-    which no data source of this provider gives; they are refused with a fix rather than guessed.
+
+def _floating_candidates(network_id: str) -> list[SubnetCandidate]:
+    """Every subnet of the floating network with its name, tags and IP version."""
+    ids = openstack.networking.get_network(network_id=network_id).subnets or []
+    out = []
+    for subnet_id in ids:
+        subnet = openstack.networking.get_subnet(subnet_id=subnet_id)
+        tags = tuple(sorted(str(t) for t in (subnet.all_tags or [])))
+        out.append(SubnetCandidate(str(subnet_id), str(subnet.name or ""), tags, subnet.ip_version))
+    return sorted(out, key=lambda s: (s.name, s.id))
+
+
+def floating_subnet_id(fip: FloatingIpSpec, network_id: str) -> str | None:
+    """The floating subnet: the given id, else the first subnet (by name, then id) of the
+    floating network that OCCM's matching selects (:mod:`reconciler.config.subnet_match`).
+
+    Only IPv4 subnets count: a floating IP is IPv4, so OCCM's attempt on an IPv6 match fails
+    and it goes on to the next. Unlike OCCM, a full subnet is not skipped for the next match (a
+    program cannot try a create and fall back): the create fails with Neutron's message, and a
+    narrower pattern or ``floating-subnet-id`` chooses another.
     """
     if fip.subnet_id:
         return fip.subnet_id
     pattern, tags = fip.subnet_name_pattern, fip.subnet_tags
     if not pattern and not tags:
         return None
-    if pattern and (pattern[:1] in ("~", "!") or any(c in pattern for c in "*?[")):
-        raise InvalidSpecError(
-            f"floating-subnet {pattern!r}: only exact subnet names are supported; use the "
-            "subnet's name or floating-subnet-id"
-        )
-    tag_list: list[str] | None = None
-    if tags:
-        if tags.startswith("!"):
-            raise InvalidSpecError(
-                f"floating-subnet-tags {tags!r}: negated tags are not supported; use "
-                "floating-subnet-id"
-            )
-        tag_list = [t.strip() for t in tags.removeprefix("&").split(",") if t.strip()]
+    wanted = _describe(pattern, tags)
+    candidates = _floating_candidates(network_id)
     try:
-        subnet = openstack.networking.get_subnet(
-            network_id=network_id, name=pattern or None, tags=tag_list
-        )
-    except Exception as exc:
-        if _no_result(exc) or _many_results(exc):
-            raise InvalidSpecError(
-                f"no single subnet of floating network {network_id} matches "
-                f"name={pattern!r} tags={tags!r}; use floating-subnet-id"
-            ) from exc
-        raise
-    return str(subnet.id)
+        found = matching_subnets(candidates, pattern=pattern, tags=tags)
+    except SubnetPatternError as exc:
+        raise InvalidSpecError(f"{wanted}: {exc}; fix it or use floating-subnet-id") from None
+    usable = [s for s in found if s.ip_version == 4]
+    if usable:
+        return usable[0].id
+    listed = "; ".join(
+        f"{s.name or '(no name)'} [{', '.join(s.tags) or 'no tags'}] IPv{s.ip_version}"
+        for s in candidates
+    )
+    raise InvalidSpecError(
+        f"{wanted}: no IPv4 subnet of floating network {network_id} matches (its subnets: "
+        f"{listed or 'none'}); change the pattern or tags, or set floating-subnet-id"
+    )
 
 
 def subnet_cidr(subnet_id: str) -> str:
