@@ -8,7 +8,9 @@ One listener and one pool per Service port, as OCCM. The protocol rules, stated 
   the listener's protocol;
 * monitor: ``HTTP GET /healthz`` (expecting 200) on the health-check node port when the Service has
   ``externalTrafficPolicy: Local`` and the provider can, else ``UDP-CONNECT`` for UDP, else the
-  port's protocol. Monitors exist only when enabled (annotation, else ``create-monitor``).
+  port's protocol. Monitors exist only when enabled (annotation, else ``create-monitor``);
+  ``externalTrafficPolicy: Local`` without one is a notice the controller shows as a Warning
+  Event (:func:`warning_reason`): OCCM's doc says the monitor is required.
 
 HTTP-level features (x-forwarded-for, TLS, PROXY) need a TCP port; OCCM would send Octavia an
 HTTP listener on a UDP port, here that is a validation error. Octavia's limits on monitors
@@ -31,6 +33,8 @@ from reconciler.model.spec import MonitorSpec, StatusSpec
 from reconciler.model.view import PortView, ServiceView
 
 __all__ = [
+    "NO_MONITOR_FIELD",
+    "NO_MONITOR_REASON",
     "Features",
     "MonitorSettings",
     "ProtocolOptions",
@@ -43,6 +47,7 @@ __all__ = [
     "provider_features",
     "status_for",
     "timeouts",
+    "warning_reason",
 ]
 
 
@@ -173,6 +178,18 @@ def timeouts(reader: AnnotationReader, features: Features) -> tuple[Timeouts, li
     return Timeouts(*values), []
 
 
+# externalTrafficPolicy: Local without a health monitor: a Notice the controller must show as a
+# Warning Event with this reason (:func:`warning_reason`), not only log.
+NO_MONITOR_FIELD = "spec.externalTrafficPolicy"
+NO_MONITOR_REASON = "LoadBalancerHealthMonitorMissing"
+
+
+def warning_reason(notice: Notice) -> str | None:
+    """The Event reason of a notice the user must see as a Warning Event; None for the others
+    (they are logged)."""
+    return NO_MONITOR_REASON if notice.field == NO_MONITOR_FIELD else None
+
+
 @dataclass(frozen=True)
 class MonitorSettings:
     enabled: bool
@@ -231,10 +248,12 @@ def monitor_settings(
     hc_port = view.health_check_node_port if enabled and local else 0
     if local and not enabled:
         message = (
-            "externalTrafficPolicy is Local but no health monitor is enabled: Nodes without "
-            f'a ready endpoint get traffic and drop it; set {a.ENABLE_HEALTH_MONITOR}: "true"'
+            "is Local but the load balancer has no health monitor, which OCCM documents as "
+            "required: every Node gets traffic and those without a ready endpoint drop it; set "
+            f'the annotation {a.ENABLE_HEALTH_MONITOR}: "true" (or create-monitor = true in '
+            "cloud.conf [LoadBalancer]), or use externalTrafficPolicy: Cluster"
         )
-        notices.append(Notice("spec.externalTrafficPolicy", message))
+        notices.append(Notice(NO_MONITOR_FIELD, message))
     return MonitorSettings(enabled, delay, timeout, retries, down, hc_port), errors, notices
 
 

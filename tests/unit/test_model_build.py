@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from reconciler.model import LoadBalancerSpec, MemberSpec, MonitorSpec
+from reconciler.model.traffic import warning_reason
 from tests.unit.k8s_objects import make_node
 from tests.unit.model_helpers import UUID1, UUID2, UUID3, build, config_from, spec_of
 
@@ -338,11 +339,27 @@ def test_etp_local_with_monitor_uses_http_healthz() -> None:
     assert {m.monitor_port for m in pool.members} == {32123}
 
 
-def test_etp_local_without_monitor_is_a_notice() -> None:
+def test_etp_local_without_monitor_is_a_notice_shown_as_a_warning() -> None:
     result = build(externalTrafficPolicy="Local", healthCheckNodePort=32123)
     assert result.spec is not None
     assert result.spec.listeners[0].pool.monitor is None
-    assert any(n.field == "spec.externalTrafficPolicy" for n in result.notices)
+    (notice,) = [n for n in result.notices if n.field == "spec.externalTrafficPolicy"]
+    assert warning_reason(notice) == "LoadBalancerHealthMonitorMissing"
+    assert 'enable-health-monitor: "true"' in notice.message
+    assert "create-monitor = true" in notice.message
+    # other notices stay log lines
+    ovn = config_from("[LoadBalancer]\nlb-provider=ovn\nlb-method=SOURCE_IP_PORT\n")
+    other = build({P + "timeout-client-data": "1"}, config=ovn)
+    assert other.notices
+    assert [warning_reason(n) for n in other.notices] == [None] * len(other.notices)
+
+
+def test_etp_local_with_monitor_or_cluster_has_no_warning() -> None:
+    for result in (
+        build({P + "enable-health-monitor": "true"}, externalTrafficPolicy="Local"),
+        build(externalTrafficPolicy="Cluster"),
+    ):
+        assert [n for n in result.notices if warning_reason(n)] == []
 
 
 @pytest.mark.parametrize(("protocol", "monitor"), [("UDP", "UDP-CONNECT"), ("SCTP", "SCTP")])
