@@ -27,14 +27,12 @@ import yaml
 
 from reconciler.config.settings import AuthConfig, ConfigIssue, Secret
 
-__all__ = ["DEFAULT_SEARCH_DIRS", "resolve_clouds"]
+__all__ = ["resolve_clouds"]
 
 
 def _default_dirs() -> tuple[Path, ...]:
     return (Path.cwd(), Path.home() / ".config" / "openstack", Path("/etc/openstack"))
 
-
-DEFAULT_SEARCH_DIRS = None  # None: the working directory, ~/.config/openstack, /etc/openstack
 
 # clouds.yaml "auth" key -> AuthConfig field (gophercloud clientconfig.AuthInfo, as ReadClouds)
 _AUTH_FIELDS = {
@@ -165,9 +163,10 @@ def resolve_clouds(
     auth: AuthConfig,
     *,
     environ: Mapping[str, str],
-    search_dirs: Sequence[Path] | None = DEFAULT_SEARCH_DIRS,
+    search_dirs: Sequence[Path] | None = None,
 ) -> tuple[AuthConfig, list[ConfigIssue], list[ConfigIssue]]:
-    """``auth`` with its empty fields filled from clouds.yaml; (auth, warnings, errors)."""
+    """``auth`` with its empty fields filled from clouds.yaml; (auth, warnings, errors).
+    ``search_dirs`` None: the working directory, ~/.config/openstack, /etc/openstack."""
     dirs = _default_dirs() if search_dirs is None else tuple(search_dirs)
     try:
         explicit = Path(auth.clouds_file) if auth.clouds_file else None
