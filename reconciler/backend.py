@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 from reconciler import engine_errors
 from reconciler.engine_plan import StackInfo
 from reconciler.model import LoadBalancerSpec, ServiceRef
+from reconciler.model.frozen import FrozenChange
 
 if TYPE_CHECKING:
     from reconciler.engine import Engine
@@ -53,6 +54,7 @@ class EnsureResult:
     vip_address: str
     floating_ip: str | None
     changed: bool
+    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
 
     @property
     def address(self) -> str:
@@ -63,7 +65,10 @@ class EnsureResult:
 class LoadBalancerEngine(Protocol):
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult: ...
 
-    def delete(self, service: ServiceRef) -> None: ...
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+        """``keep_floating_ip``: the Service's ``keep-floatingip`` as it is now (None: the
+        Service is gone; the value of the last ``up`` holds)."""
+        ...
 
     def refresh(self, service: ServiceRef) -> bool:
         """Read the cloud back into the Service's stack; True when it had drifted (the next
@@ -123,10 +128,11 @@ class PulumiEngine:
             vip_address=str(out.get("vip_address") or ""),
             floating_ip=str(fip) if fip else None,
             changed=result.changed,
+            frozen=result.frozen,
         )
 
-    def delete(self, service: ServiceRef) -> None:
-        self._engine.stack(service=service).delete()
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+        self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip)
 
     def refresh(self, service: ServiceRef) -> bool:
         changes = self._engine.stack(service=service).refresh()

@@ -195,6 +195,7 @@ def _preview_one(
         external_ip=external_ip_changes(rows, current=current) if info else (),
         current_ip=current,
         notes=(*notices, *notes),
+        frozen=outcome.frozen,
     )
 
 

@@ -58,6 +58,7 @@ from pulumi import automation as auto
 
 from reconciler import engine_run
 from reconciler.config import AuthConfig, Secret
+from reconciler.engine_adopt import take_over
 from reconciler.engine_delete import DeleteResult, delete_stack
 from reconciler.engine_errored import delete_unadopted
 from reconciler.engine_errors import (
@@ -72,14 +73,20 @@ from reconciler.engine_plan import (
     PROJECT,
     StackInfo,
     carried_imports,
+    create_only_record,
+    create_only_tags,
     lost_lookups,
     output_tags,
     outputs_from_tags,
+    resource_urn,
     secret_values,
     should_skip,
     spec_for_stack,
     stack_name,
+    stack_spec,
     stack_tags,
+    stale_create_only_tags,
+    unprotect_before_up,
 )
 from reconciler.engine_preview import PreviewOutcome, ResourceStep, step_from_event
 from reconciler.engine_recovery import (
@@ -89,11 +96,14 @@ from reconciler.engine_recovery import (
     run_with_deadline,
 )
 from reconciler.engine_stack_meta import (
+    NO_SUCH_RESOURCE,
     configure,
     list_stacks,
     plain_outputs,
+    run_cli,
 )
 from reconciler.engine_tags import StackTags, file_tags, stack_exists
+from reconciler.model.frozen import FrozenChange
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from reconciler.openstack_rest import OpenStackRest
 from reconciler.toolchain import Toolchain
@@ -135,6 +145,9 @@ class EngineSettings:
     # seconds the provider waits for a child's delete (stacks.program.CHILD_DELETE_TIMEOUT_KEY)
     child_delete_timeout: float = 120.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):
+    # "" when unknown; then only name and description tell this cluster's load balancers
+    cluster_id: str = ""
 
     @property
     def backend(self) -> str:
@@ -147,6 +160,7 @@ class EnsureResult:
     spec_hash: str
     outputs: dict[str, Any]
     resource_changes: dict[str, int]
+    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
 
 
 class Engine:
@@ -267,46 +281,87 @@ class ServiceStack:
     # --- the four operations -----------------------------------------------------------------
 
     def ensure(
-        self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+        self, desired: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
     ) -> EnsureResult:
-        """Bring the cloud to ``spec``; nothing happens if it was the last applied spec.
+        """Bring the cloud to ``desired``; nothing happens if it was the last applied spec (its
+        create-only fields kept as made: :func:`reconciler.engine_plan.stack_spec`).
 
         ``imports`` ({logical name: cloud ID}) adopts existing objects instead of creating them
         (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.
         """
         if not imports:
-            applied = self._applied(spec)
+            applied = self._applied(desired)
             if applied is not None:
                 return applied
         stack = self._open(create=True)
         assert stack is not None
         tags = self._tags(stack)
         current = tags.read()
-        finished = HASH_TAG in current or self.created  # nothing can be pending in the state
+        # Never tagged: made just now (a backend other than file:// cannot say otherwise cheaply)
+        # or by an ensure that stopped before its first up; either way nothing is in the state.
+        fresh = self.created or not current
+        if fresh and not imports:
+            taken = take_over(self, desired)  # OCCM's load balancer of this Service, if any
+            if taken is not None:
+                return taken
+        finished = HASH_TAG in current or fresh  # nothing can be pending in the state
         current = tags.apply(current, put=self._wanted_tags())
-        spec = spec_for_stack(spec, tags=current)
+        if not fresh and create_only_record(current) is None:
+            current = self._record_create_only(stack, tags, current)
+        wanted = stack_spec(desired, tags=current)
+        spec, frozen = wanted.spec, wanted.frozen
         digest = spec.spec_hash()
         if not finished:
             self._recover(stack, spec)
         if imports:
             self._imports = {**self._imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):
-            return EnsureResult(False, digest, self._outputs(stack), {})
+            return EnsureResult(False, digest, self._outputs(stack), {}, frozen)
         current = tags.apply(current, drop=[HASH_TAG])
+        self._unprotect(unprotect_before_up(spec, tags=current))
         self._configure(stack, spec)
         result = self._deadline(
             lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="up"
         )
         outputs = plain_outputs(result.outputs)
-        recorded = output_tags(outputs)
+        recorded = {**output_tags(outputs), **create_only_tags(wanted.requested, outputs)}
         # What the next ensure compares; written last (the CLI path sets tags in order).
-        digest = spec_for_stack(spec, tags={**current, **recorded}).spec_hash()
-        tags.apply(current, put={**recorded, HASH_TAG: digest})
+        digest = spec_for_stack(desired, tags={**current, **recorded}).spec_hash()
+        drop = stale_create_only_tags(current, recorded)
+        tags.apply(current, put={**recorded, HASH_TAG: digest}, drop=drop)
         if self._imports:
             self._imports = {}
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
-        return EnsureResult(True, digest, outputs, changes)
+        return EnsureResult(True, digest, outputs, changes, frozen)
+
+    def _record_create_only(
+        self, stack: auto.Stack, tags: StackTags, current: dict[str, str]
+    ) -> dict[str, str]:
+        """A stack made before its create-only values were recorded: record them from the spec
+        of its last successful ``up`` (its ``spec`` output), once. No such spec (the first
+        ``up`` never succeeded): nothing was made, nothing to keep."""
+        try:
+            outputs = self._outputs(stack)
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading outputs") from None
+        applied = _spec_output(outputs)
+        if applied is None:
+            return current
+        return tags.apply(current, put=create_only_tags(applied, outputs))
+
+    def _unprotect(self, names: list[str]) -> None:
+        """Lift the protection of these resources (logical names) before an ``up`` that is
+        meant to delete them; one without a state entry is no error."""
+        for name in names:
+            urn = resource_urn(stack_name=self.name, logical_name=name)
+            run_cli(
+                self.engine,
+                ["state", "unprotect", urn, "--yes"],
+                stack_name=self.name,
+                work_dir=self.work_dir,
+                ok_if=NO_SUCH_RESOURCE,
+            )
 
     def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
         """The skip of :meth:`ensure` without running ``pulumi``: a ``file://`` backend's tags
@@ -317,11 +372,14 @@ class ServiceStack:
             return None
         if any(tags.get(key) != value for key, value in self._wanted_tags().items()):
             return None
-        digest = spec_for_stack(spec, tags=tags).spec_hash()
+        if create_only_record(tags) is None:
+            return None  # record it first (ensure)
+        wanted = stack_spec(spec, tags=tags)
+        digest = wanted.spec.spec_hash()
         outputs = outputs_from_tags(tags)
         if outputs is None or not should_skip(tags=tags, spec_hash=digest):
             return None
-        return EnsureResult(False, digest, outputs, {})
+        return EnsureResult(False, digest, outputs, {}, wanted.frozen)
 
     def preview(
         self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
@@ -348,7 +406,8 @@ class ServiceStack:
 
         try:
             tags = stack.list_tags() if existed else self._wanted_tags()
-            spec = spec_for_stack(spec, tags=tags)
+            wanted = stack_spec(spec, tags=tags)
+            spec = wanted.spec
             pending = recover_pending(
                 stack=stack,
                 stack_name=self.name,
@@ -371,7 +430,7 @@ class ServiceStack:
         finally:
             self._restore_after_preview(stack, existed=existed, config=saved_config)
         counts = {str(k): int(v) for k, v in result.change_summary.items()}
-        return PreviewOutcome(counts, tuple(steps))
+        return PreviewOutcome(counts, tuple(steps), tuple(f.message() for f in wanted.frozen))
 
     def _restore_after_preview(
         self, stack: auto.Stack, *, existed: bool, config: bytes | None
@@ -397,16 +456,15 @@ class ServiceStack:
         stack = self._open(create=False)
         if stack is None:
             return None
+        return self.applied_spec_of(stack)
+
+    def applied_spec_of(self, stack: auto.Stack) -> LoadBalancerSpec | None:
+        """:meth:`applied_spec` of the opened ``stack``."""
         try:
-            text = self._outputs(stack).get("spec")
+            outputs = self._outputs(stack)
         except auto.CommandError as exc:
             raise self.engine.error(exc, stack=self.name, doing="reading outputs") from None
-        if not text:
-            return None
-        try:
-            return LoadBalancerSpec.from_dict(json.loads(str(text)))
-        except (ValueError, TypeError, KeyError):
-            return None
+        return _spec_output(outputs)
 
     def refresh(self) -> dict[str, int]:
         """Read the cloud back into the state; drift makes the next ``ensure`` run ``up``."""
@@ -423,9 +481,10 @@ class ServiceStack:
                 self._tags(stack).remove(HASH_TAG)
         return changes
 
-    def delete(self) -> DeleteResult:
-        """Destroy everything the stack made, then remove the stack (see engine_delete)."""
-        return delete_stack(self)
+    def delete(self, *, keep_floating_ip: bool | None = None) -> DeleteResult:
+        """Destroy everything the stack made, then remove the stack (see engine_delete).
+        ``keep_floating_ip``: the Service's ``keep-floatingip`` now (None: as last applied)."""
+        return delete_stack(self, keep_floating_ip=keep_floating_ip)
 
     # --- pieces ------------------------------------------------------------------------------
 
@@ -433,8 +492,14 @@ class ServiceStack:
         return StackTags(backend=self.engine.settings.backend, stack_name=self.name, stack=stack)
 
     def _wanted_tags(self) -> dict[str, str]:
-        ref, cluster = self.service, self.engine.settings.cluster_name
-        return stack_tags(cluster_name=cluster, namespace=ref.namespace, name=ref.name, uid=ref.uid)
+        ref, s = self.service, self.engine.settings
+        return stack_tags(
+            cluster_name=s.cluster_name,
+            namespace=ref.namespace,
+            name=ref.name,
+            uid=ref.uid,
+            cluster_id=s.cluster_id,
+        )
 
     def _configure(self, stack: auto.Stack, spec: LoadBalancerSpec) -> None:
         configure(
@@ -508,6 +573,17 @@ class ServiceStack:
         except OSError:
             return {}
         return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
+
+
+def _spec_output(outputs: Mapping[str, Any]) -> LoadBalancerSpec | None:
+    """The spec a successful ``up`` exported (output ``spec``); None when absent or unreadable."""
+    text = outputs.get("spec")
+    if not text:
+        return None
+    try:
+        return LoadBalancerSpec.from_dict(json.loads(str(text)))
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def _quiet(_line: str) -> None:

@@ -18,6 +18,17 @@ So :func:`adopt` undoes a failed adoption unless every import reached the state:
 
 If every import reached the state the stack is left as it is: it is a stack whose last ``up``
 failed (no ``lbr:spec-hash``), which the controller's next sync completes like any other.
+
+**Taking over without ``adopt``** (:func:`take_over`). A user who moves from OCCM and skips
+``lb-reconciler adopt`` must not get a second load balancer with the same name and a new IP. So
+the first ``ensure`` of a Service without a stack looks for a load balancer with its OCCM name.
+None: the program makes one. One this cluster made (:func:`reconciler.model.naming.
+made_by_cluster`) whose adoption previews with no replacement and no deletion (updates are fine:
+the controller would make them anyway): it is adopted as ``adopt --apply --allow-updates``
+would, and keeps its floating IP. Anything else (several with the name, another cluster's, one
+that is not ``ACTIVE``, a preview that would replace something): refused with
+:class:`ExistingLoadBalancerError`, which names the load balancer and the command to run; the
+empty stack made for the attempt is removed again, so nothing is created until someone acts.
 """
 
 from __future__ import annotations
@@ -29,14 +40,26 @@ from typing import TYPE_CHECKING, Any
 
 from pulumi import automation as auto
 
-from reconciler.engine_errors import EngineError
+from reconciler.adopt import judge_preview, plan_adoption
+from reconciler.adopt_cloud import find_occm_objects
+from reconciler.engine_delete import unprotect_all
+from reconciler.engine_errors import EngineError, InvalidConfigError
+from reconciler.model.naming import made_by_cluster
 from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
 
 if TYPE_CHECKING:
     from reconciler.engine import EnsureResult, ServiceStack
     from reconciler.model.spec import LoadBalancerSpec
 
-__all__ = ["AdoptionFailedError", "adopt", "held_resources", "resources_of", "rollback_targets"]
+__all__ = [
+    "AdoptionFailedError",
+    "ExistingLoadBalancerError",
+    "adopt",
+    "held_resources",
+    "resources_of",
+    "rollback_targets",
+    "take_over",
+]
 
 # Kept on rollback: idempotent batch/association resources (see the module docstring).
 _KEEP_TYPES = (
@@ -52,6 +75,12 @@ class AdoptionFailedError(Exception):
     def __init__(self, message: str, *, rolled_back: bool) -> None:
         super().__init__(message)
         self.rolled_back = rolled_back
+
+
+class ExistingLoadBalancerError(InvalidConfigError):
+    """A load balancer with the Service's name exists and cannot be taken over safely."""
+
+    reason = "ExistingLoadBalancer"
 
 
 def _name(urn: str) -> str:
@@ -115,6 +144,7 @@ def adopt(
     targets = rollback_targets(deployment, imports)
     try:
         if targets:
+            unprotect_all(stack)  # what the failed adoption created goes; its imports stay
             stack._deadline(
                 lambda: current.destroy(target=targets, target_dependents=True, on_output=_quiet),
                 stack=current,
@@ -140,6 +170,59 @@ def adopt(
         "left in the cloud",
         rolled_back=True,
     )
+
+
+def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | None:
+    """Before the first ``up`` of a new stack: adopt the load balancer that already has the
+    Service's name, or refuse (see the module docstring). None: there is none, go on."""
+    settings = stack.engine.settings
+    rest = stack.engine.rest()
+    found, problems = find_occm_objects(rest, spec)
+    lb = found.load_balancer
+    if lb is None and not problems:
+        return None
+    what = f"load balancer {spec.name}" + (f" ({lb.get('id')})" if lb is not None else "")
+    command = (
+        f"lb-reconciler adopt --cluster-name {settings.cluster_name} --cloud-config ... "
+        "--state-dir ...  (see docs/adopt.md)"
+    )
+    plan = plan_adoption(spec, found)
+    if found.shared and not plan.imports and not plan.problems:
+        return None  # joins a shared load balancer with nothing of its own there yet
+    if (
+        lb is not None
+        and not found.shared
+        and not made_by_cluster(
+            lb, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id
+        )
+    ):
+        problems.append(
+            f"{what} was not made by this cluster (its description or cluster identity tag "
+            "is another's): another cluster with the same --cluster-name in this project, or "
+            "made by hand; give this cluster a unique --cluster-name, or delete it"
+        )
+    problems += plan.problems
+    if not problems:
+        outcome = stack.preview(plan.spec, imports=plan.imports)
+        problems += judge_preview(plan, outcome, allow_updates=True)
+    if problems:
+        _forget_new_stack(stack)
+        raise ExistingLoadBalancerError(
+            f"{what} already exists and taking it over is not safe, so nothing was created "
+            f"(no second load balancer, no new IP): {'; '.join(problems)}. To see and fix "
+            f"it: {command}",
+            stack=stack.name,
+        )
+    return adopt(stack, plan.spec, imports=plan.imports)
+
+
+def _forget_new_stack(stack: ServiceStack) -> None:
+    """Remove the empty stack made for this attempt, so the next one looks again."""
+    opened = stack._open(create=False)
+    if opened is not None:
+        with contextlib.suppress(auto.CommandError):
+            opened.workspace.remove_stack(stack.name)
+    shutil.rmtree(stack.work_dir, ignore_errors=True)
 
 
 def _quiet(_line: str) -> None:

@@ -7,6 +7,9 @@
   does) instead of destroyed; the last sharer's delete removes it (:func:`_delete_released`).
 * **What the recovery found**: objects an interrupted create made, never in the state, are
   deleted directly (:func:`reconciler.engine_errored.delete_unadopted`).
+* **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
+  deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
+  right before ``destroy``, and again by the next attempt after a crash.
 * **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
   does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
   refreshed and destroyed again (:mod:`reconciler.engine_errored`).
@@ -15,7 +18,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pulumi import automation as auto
@@ -27,10 +30,10 @@ from reconciler.engine_errored import (
     needs_cascade,
     retry_destroy_after_cascade,
 )
-from reconciler.engine_errors import EngineError
+from reconciler.engine_errors import ConflictError, EngineError
 from reconciler.engine_plan import HASH_TAG, OWNS_TAG, outputs_from_tags
-from reconciler.engine_stack_meta import stacks_tagged
-from reconciler.model.naming import lb_name
+from reconciler.engine_stack_meta import run_cli, stacks_tagged
+from reconciler.model.naming import lb_name, made_by_cluster
 from reconciler.openstack_rest import OpenStackRest
 from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
 
@@ -49,8 +52,10 @@ class DeleteResult:
     deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
 
 
-def delete_stack(ss: ServiceStack) -> DeleteResult:
-    """Destroy everything the stack of ``ss`` made, then remove the stack."""
+def delete_stack(ss: ServiceStack, *, keep_floating_ip: bool | None = None) -> DeleteResult:
+    """Destroy everything the stack of ``ss`` made, then remove the stack. ``keep_floating_ip``
+    (the Service's ``keep-floatingip`` now; None: as last applied) decides whether the floating
+    IP the stack made is left in the cloud."""
     stack = ss._open(create=False)
     if stack is None:
         return DeleteResult(existed=False)
@@ -67,6 +72,8 @@ def delete_stack(ss: ServiceStack) -> DeleteResult:
     shared = bool(outputs.get("shared"))
     released = False
     tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
+    if keep_floating_ip is not None and outputs.get("floating_ip") and not shared:
+        _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))
     if lb_id and not shared and _others_on(ss, rest, lb_id):
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
         ss._deadline(lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release")
@@ -82,6 +89,9 @@ def delete_stack(ss: ServiceStack) -> DeleteResult:
     owned = bool(lb_id) and not shared and not released
     if owned and needs_cascade(rest.load_balancer(lb_id)):
         _cascade(ss, rest, stack, lb_id)
+
+    if not released:  # a released stack's release `up` declared nothing protected
+        unprotect_all(ss)
 
     def destroy() -> None:
         ss._deadline(
@@ -110,9 +120,44 @@ def delete_stack(ss: ServiceStack) -> DeleteResult:
     return DeleteResult(True, released, gone)
 
 
+def _keep_as_asked(ss: ServiceStack, stack: auto.Stack, *, keep: bool, applied: bool) -> None:
+    """``keep-floatingip`` is read from the Service as it is when it is deleted, not as it was
+    at its last ``up``: when they differ, an ``up`` of the applied spec with the Service's
+    value records it in the state (``retain_on_delete``; no cloud change) before ``destroy``."""
+    if keep == applied:
+        return
+    spec = ss.applied_spec_of(stack)
+    if spec is None or spec.floating_ip is None:
+        return
+    kept = replace(spec, floating_ip=replace(spec.floating_ip, keep=keep))
+    ss._configure(stack, kept)
+    ss._deadline(
+        lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="keep-floatingip"
+    )
+
+
+def unprotect_all(ss: ServiceStack) -> None:
+    """Lift the protection of the load balancer and floating IP (stacks/program.py): the
+    Service is going away, deleting them is what was asked for."""
+    run_cli(
+        ss.engine,
+        ["state", "unprotect", "--all", "--yes"],
+        stack_name=ss.name,
+        work_dir=ss.work_dir,
+    )
+
+
 def _cascade(ss: ServiceStack, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
     """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
-    so the state forgets what the cascade removed (see engine_errored)."""
+    so the state forgets what the cascade removed (see engine_errored). Checked again right
+    before: a listener of another Service that joined since would go with the cascade, so
+    then this fails (retried soon; the next attempt releases the load balancer instead)."""
+    if _others_on(ss, rest, lb_id):
+        raise ConflictError(
+            f"load balancer {lb_id} of stack {ss.name} got a listener of another Service "
+            "while it was being deleted; it is released instead on the next attempt",
+            stack=ss.name,
+        )
     cascade_delete(
         rest,
         lb_id,
@@ -134,13 +179,24 @@ def _others_on(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
 
 
 def _delete_released(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
-    """As the last Service on a load balancer released by its owner, delete it."""
+    """As the last Service on a load balancer released by its owner, delete it; never one
+    this cluster did not make (a user's own, reached through ``load-balancer-id``: OCCM's
+    rule too), whatever happens to the Services on it."""
     if rest.listener_tags(lb_id):
-        return False
-    if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
         return False
     lb = rest.load_balancer(lb_id)
     if lb is None:
+        return False
+    settings = ss.engine.settings
+    if not made_by_cluster(lb, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id):
+        log.info(
+            "stack %s: load balancer %s (%s) was not made by this cluster; it stays",
+            ss.name,
+            lb_id,
+            lb.get("name"),
+        )
+        return False
+    if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
         return False
     rest.delete_with_floating_ips(lb)
     return True

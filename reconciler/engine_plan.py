@@ -42,10 +42,20 @@ from typing import Any
 import yaml
 
 from reconciler.config import AuthConfig
+from reconciler.model.frozen import (
+    CreateOnly,
+    FrozenChange,
+    freeze,
+    made_with,
+    wants_floating_ip,
+)
+from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = [
+    "CLUSTER_ID_TAG",
     "CLUSTER_TAG",
+    "CREATE_ONLY_TAG",
     "EXTERNAL_IP_TAG",
     "HASH_TAG",
     "LB_ID_TAG",
@@ -59,7 +69,10 @@ __all__ = [
     "PendingCreate",
     "StackInfo",
     "StackListing",
+    "StackSpec",
     "carried_imports",
+    "create_only_record",
+    "create_only_tags",
     "lost_lookups",
     "object_kind",
     "output_tags",
@@ -69,12 +82,16 @@ __all__ = [
     "parse_time",
     "pending_creates",
     "provider_config",
+    "resource_urn",
     "secret_values",
     "should_skip",
     "spec_for_stack",
     "stack_info",
     "stack_name",
+    "stack_spec",
     "stack_tags",
+    "stale_create_only_tags",
+    "unprotect_before_up",
 ]
 
 PROJECT = "lb-reconciler"
@@ -83,6 +100,9 @@ CLUSTER_TAG = TAG_PREFIX + "cluster"
 NAMESPACE_TAG = TAG_PREFIX + "namespace"
 NAME_TAG = TAG_PREFIX + "name"
 UID_TAG = TAG_PREFIX + "uid"
+# the cluster's identity (kube-system's UID) when the controller knew it: its load balancer is
+# tagged kube_cluster_id_<uid> (OCCM's PR #3103), so another cluster with the same name can tell
+CLUSTER_ID_TAG = TAG_PREFIX + "cluster-id"
 HASH_TAG = TAG_PREFIX + "spec-hash"
 LB_ID_TAG = TAG_PREFIX + "lb-id"
 SHARED_TAG = TAG_PREFIX + "shared"
@@ -90,6 +110,13 @@ OWNS_TAG = TAG_PREFIX + "owns-lb"
 VIP_SUBNET_TAG = TAG_PREFIX + "vip-subnet"
 EXTERNAL_IP_TAG = TAG_PREFIX + "external-ip"
 VIP_ADDRESS_TAG = TAG_PREFIX + "vip-address"
+FIP_NETWORK_TAG = TAG_PREFIX + "fip-network"
+FIP_SUBNET_TAG = TAG_PREFIX + "fip-subnet"
+KEEP_FIP_TAG = TAG_PREFIX + "keep-fip"  # "true": destroy leaves the floating IP (keep-floatingip)
+# The create-only values the load balancer was made with (reconciler.model.frozen), compact JSON;
+# split over ``lbr:create-only``, ``lbr:create-only-2``, ... when longer than a tag value may be.
+CREATE_ONLY_TAG = TAG_PREFIX + "create-only"
+MAX_TAG_VALUE = 256
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -103,8 +130,13 @@ def stack_name(*, cluster_name: str, namespace: str, name: str) -> str:
     return f"{candidate[: MAX_STACK_NAME - 11]}-{digest}"
 
 
-def stack_tags(*, cluster_name: str, namespace: str, name: str, uid: str) -> dict[str, str]:
-    return {CLUSTER_TAG: cluster_name, NAMESPACE_TAG: namespace, NAME_TAG: name, UID_TAG: uid}
+def stack_tags(
+    *, cluster_name: str, namespace: str, name: str, uid: str, cluster_id: str = ""
+) -> dict[str, str]:
+    tags = {CLUSTER_TAG: cluster_name, NAMESPACE_TAG: namespace, NAME_TAG: name, UID_TAG: uid}
+    if cluster_id:
+        tags[CLUSTER_ID_TAG] = cluster_id
+    return tags
 
 
 def should_skip(*, tags: Mapping[str, str], spec_hash: str) -> bool:
@@ -131,7 +163,46 @@ def output_tags(outputs: Mapping[str, Any]) -> dict[str, str]:
     external_ip = outputs.get("floating_ip") or outputs.get("vip_address")
     if external_ip:
         tags[EXTERNAL_IP_TAG] = str(external_ip)
+    for key, tag in (("fip_network_id", FIP_NETWORK_TAG), ("fip_subnet_id", FIP_SUBNET_TAG)):
+        if outputs.get(key):
+            tags[tag] = str(outputs[key])
+    tags[KEEP_FIP_TAG] = str(bool(outputs.get("fip_keep"))).lower()
     return tags
+
+
+def create_only_tags(spec: LoadBalancerSpec, outputs: Mapping[str, Any]) -> dict[str, str]:
+    """The tags that record what the load balancer of ``spec`` (as just applied, with these
+    ``outputs``) was made with: a floating IP only when the stack made or associated one."""
+    made = made_with(spec)
+    if made.fip is not None and not outputs.get("floating_ip"):
+        made = CreateOnly(made.lb, None)  # no external network: no floating IP was made
+    text = made.to_text()
+    chunks = [text[i : i + MAX_TAG_VALUE] for i in range(0, len(text), MAX_TAG_VALUE)]
+    return {_chunk_key(i): chunk for i, chunk in enumerate(chunks)}
+
+
+def _chunk_key(index: int) -> str:
+    return CREATE_ONLY_TAG if index == 0 else f"{CREATE_ONLY_TAG}-{index + 1}"
+
+
+def create_only_record(tags: Mapping[str, str]) -> CreateOnly | None:
+    """The record :func:`create_only_tags` wrote; None when there is none (a new stack, or
+    one made before the record existed) or it cannot be read."""
+    parts = []
+    index = 0
+    while _chunk_key(index) in tags:
+        parts.append(tags[_chunk_key(index)])
+        index += 1
+    return CreateOnly.from_text("".join(parts)) if parts else None
+
+
+def stale_create_only_tags(current: Mapping[str, str], put: Mapping[str, str]) -> list[str]:
+    """Chunks of an older, longer record that ``put`` does not overwrite."""
+    return [
+        k
+        for k in current
+        if (k == CREATE_ONLY_TAG or k.startswith(CREATE_ONLY_TAG + "-")) and k not in put
+    ]
 
 
 def outputs_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
@@ -148,23 +219,75 @@ def outputs_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
         "floating_ip": external if external != vip else None,
         "shared": tags.get(SHARED_TAG) == "true",
         "vip_subnet_id": tags.get(VIP_SUBNET_TAG),
+        "fip_keep": tags.get(KEEP_FIP_TAG) == "true",
     }
 
 
-def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:
-    """``spec`` as this stack must apply it: the stack's own load balancer (tag ``lbr:owns-lb``)
-    named by the ``load-balancer-id`` annotation is not a shared one (``LoadBalancerSpec.owning``).
+@dataclass(frozen=True)
+class StackSpec:
+    """A Service's spec as its stack applies it (:func:`stack_spec`).
 
-    An autodetected VIP subnet (no subnet, network or port given: OCCM's "the first
-    Node's subnet") is detected once, when the load balancer is made, and kept (tag
-    ``lbr:vip-subnet``): a Node added later whose name sorts first must change members only,
-    never the VIP."""
-    spec = spec.owning(tags.get(OWNS_TAG))
+    ``spec``: what the program gets. ``requested``: the same before what the cloud chose is
+    filled in (the create-only values to record, :func:`create_only_tags`). ``frozen``: the
+    create-only fields the Service asks to change in vain."""
+
+    spec: LoadBalancerSpec
+    requested: LoadBalancerSpec
+    frozen: tuple[FrozenChange, ...]
+
+
+def stack_spec(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> StackSpec:
+    """``spec`` as this stack must apply it.
+
+    * The stack's own load balancer (tag ``lbr:owns-lb``) named by the ``load-balancer-id``
+      annotation is not a shared one (``LoadBalancerSpec.owning``): the controller writes it.
+    * Create-only fields keep the values the load balancer was made with (tag
+      ``lbr:create-only``, :mod:`reconciler.model.frozen`); each one asked to differ is listed.
+    * The load balancer the stack makes carries the cluster's identity tag (stack tag
+      ``lbr:cluster-id``), OCCM's ``kube_cluster_id_<uid>``.
+    * What the cloud chose once stays chosen: an autodetected VIP subnet (OCCM's "the first
+      Node's subnet", tag ``lbr:vip-subnet``: a Node added later whose name sorts first must
+      change members only, never the VIP), and the floating IP's network and subnet as the
+      program resolved them (tags ``lbr:fip-network``, ``lbr:fip-subnet``: a second external
+      network, or a new subnet matching ``floating-subnet``, must not move the floating IP).
+    """
+    made = create_only_record(tags)
+    requested, changes = freeze(spec.owning(tags.get(OWNS_TAG)), made)
+    spec = requested
+    identity = cluster_id_tag(tags[CLUSTER_ID_TAG]) if tags.get(CLUSTER_ID_TAG) else None
+    if identity and not spec.existing_lb_id and identity not in spec.tags:
+        spec = replace(spec, tags=(*spec.tags, identity))
     detected = tags.get(VIP_SUBNET_TAG)
     placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
-    if spec.vip_autodetect_address and detected and not placed and not spec.existing_lb_id:
+    if detected and not placed and not spec.existing_lb_id:
         spec = replace(spec, vip_subnet_id=detected, vip_autodetect_address=None)
-    return spec
+    fip_network = tags.get(FIP_NETWORK_TAG)
+    if made is not None and made.fip is not None and spec.floating_ip is not None and fip_network:
+        resolved = replace(
+            spec.floating_ip,
+            network_id=fip_network,
+            subnet_id=tags.get(FIP_SUBNET_TAG) or None,
+            subnet_name_pattern=None,
+            subnet_tags=None,
+        )
+        spec = replace(spec, floating_ip=resolved)
+    return StackSpec(spec, requested, changes)
+
+
+def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:
+    """:attr:`StackSpec.spec` of :func:`stack_spec`."""
+    return stack_spec(spec, tags=tags).spec
+
+
+def unprotect_before_up(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> list[str]:
+    """Logical names of protected resources that the ``up`` of ``spec`` (as for the stack) is
+    asked to delete: the floating IP of a Service made internal (OCCM deletes it too, unless
+    ``keep-floatingip``). Everything else the program protects stays protected, so an ``up``
+    that would delete or replace it fails instead (docs/engine.md, "Protection")."""
+    made = create_only_record(tags)
+    if made is None or made.fip is None:
+        return []
+    return [] if wants_floating_ip(spec) else ["fip"]
 
 
 @dataclass(frozen=True)
@@ -418,6 +541,12 @@ def object_kind(name: str) -> str | None:
 
 LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"
 FIP_TYPE = "openstack:networking/floatingIp:FloatingIp"
+PROTECTED = {"lb": LB_TYPE, "fip": FIP_TYPE}  # logical name -> type, declared `protect`
+
+
+def resource_urn(*, stack_name: str, logical_name: str) -> str:
+    """The URN of a protected top-level resource of the program (``lb``, ``fip``)."""
+    return f"urn:pulumi:{stack_name}::{PROJECT}::{PROTECTED[logical_name]}::{logical_name}"
 
 
 def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:

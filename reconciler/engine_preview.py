@@ -62,6 +62,9 @@ class PreviewOutcome:
 
     changes: dict[str, int]
     steps: tuple[ResourceStep, ...] = field(default_factory=tuple)
+    # create-only fields the Service asks to change, which the load balancer keeps
+    # (reconciler.model.frozen): one message each
+    frozen: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

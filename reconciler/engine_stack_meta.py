@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from reconciler.engine import Engine
 
 __all__ = [
+    "NO_SUCH_RESOURCE",
     "configure",
     "last_operations",
     "list_stacks",
@@ -72,11 +73,22 @@ log = logging.getLogger("reconciler.engine")
 CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
 
 
+# What `pulumi state ...` prints for a URN the state does not hold.
+NO_SUCH_RESOURCE = "No such resource"
+
+
 def run_cli(
-    engine: Engine, args: list[str], *, stack_name: str, work_dir: Path, stdin: str | None = None
+    engine: Engine,
+    args: list[str],
+    *,
+    stack_name: str,
+    work_dir: Path,
+    stdin: str | None = None,
+    ok_if: str | None = None,
 ) -> str:
     """Run the CLI directly on one stack (for what the Automation API would put on a command
-    line, such as a secret config value)."""
+    line, such as a secret config value, or does not offer, such as ``state unprotect``). A
+    failure whose output contains ``ok_if`` is no failure."""
     done = subprocess.run(
         [str(engine.settings.toolchain.path("pulumi")), *args, "--stack", stack_name],
         input=stdin,
@@ -88,6 +100,8 @@ def run_cli(
     )
     if done.returncode != 0:
         text = done.stdout + done.stderr
+        if ok_if is not None and ok_if in text:
+            return done.stdout
         raise engine.error(
             RuntimeError(text), stack=stack_name, doing=f"pulumi {args[0]} {args[1]}"
         )

@@ -44,8 +44,12 @@ class InstrumentedEngine:
             "up", lambda: self._engine.ensure(spec), lambda r: "up" if r.changed else "skip"
         )
 
-    def delete(self, service: ServiceRef) -> None:
-        self._timed("destroy", lambda: self._engine.delete(service), lambda _r: "destroy")
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+        self._timed(
+            "destroy",
+            lambda: self._engine.delete(service, keep_floating_ip=keep_floating_ip),
+            lambda _r: "destroy",
+        )
 
     def refresh(self, service: ServiceRef) -> bool:
         drifted = self._timed(

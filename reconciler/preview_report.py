@@ -15,6 +15,11 @@ replaced or deleted: its VIP address changes, which is the Service's address whe
 floating IP, and the floating IP is moved to the new VIP otherwise. Each reason is one line of
 :attr:`ServiceReport.external_ip`.
 
+Not applied. A Service that asks to change a create-only field (the VIP's subnet, the flavor, the
+zone, the floating IP's network ...: :mod:`reconciler.model.frozen`) previews no replacement:
+the controller keeps the value the load balancer was made with, and
+:attr:`ServiceReport.frozen` says so, field by field ("! not applied: ...").
+
 Exit codes: 0 nothing would change, 2 something would, 1 the input was invalid or a preview
 failed (:func:`exit_code`).
 """
@@ -77,6 +82,7 @@ class ServiceReport:
     current_ip: str | None = None
     notes: tuple[str, ...] = ()
     error: str = ""
+    frozen: tuple[str, ...] = ()  # create-only fields asked to change: kept, nothing happens
 
     @property
     def counts(self) -> dict[str, int]:
@@ -276,6 +282,7 @@ def render_text(report: PreviewReport, *, style: Style | None = None) -> str:
             out.append(style(line.rstrip(), COLOURS[row.op]) if row.op in COLOURS else line)
             out += [f"       {d}" for d in _details(row)]
         out += [style(f"  ! external IP changes: {reason}", "red") for reason in s.external_ip]
+        out += [style(f"  ! not applied: {text}", "yellow") for text in s.frozen]
         if s.error:
             out.append(style(f"  error: {s.error}", "red"))
         out += [style(f"  note: {n}", "dim") for n in s.notes]
@@ -314,6 +321,7 @@ def render_json(report: PreviewReport) -> str:
                     for r in s.rows
                 ],
                 "notes": list(s.notes),
+                "notApplied": list(s.frozen),
                 "error": s.error or None,
             }
             for s in report.services
@@ -350,6 +358,9 @@ def render_markdown(report: PreviewReport) -> str:
         out.append("")
         out += [f"> ⚠️ **External IP changes**: {_cell(reason)}" for reason in s.external_ip]
         if s.external_ip:
+            out.append("")
+        out += [f"> ⚠️ **Not applied**: {_cell(text)}" for text in s.frozen]
+        if s.frozen:
             out.append("")
         if s.error:
             out += [f"> ❌ {_cell(s.error)}", ""]

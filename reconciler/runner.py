@@ -35,7 +35,7 @@ from reconciler.controller import Controller
 from reconciler.health import HealthServer
 from reconciler.housekeeper import HousekeepingSettings
 from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi
+from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
 from reconciler.lease import LeaderElector
 from reconciler.metrics import Metrics
 from reconciler.sync import ControllerSettings
@@ -100,8 +100,30 @@ def load_cloud_config(path: Path) -> CloudConfig | None:
     return parsed.config
 
 
+def cluster_identity(kube: KubeApi) -> str:
+    """The cluster's identity: the kube-system namespace's UID (OCCM's ``kube_cluster_id_``
+    tag), or "" when it cannot be read (then only names and descriptions tell this cluster's
+    load balancers apart; said in the log)."""
+    try:
+        uid = str(kube.get("/api/v1/namespaces/kube-system")["metadata"].get("uid") or "")
+    except (KubeError, KubeUnavailableError, KeyError, TypeError) as exc:
+        _log.warning(
+            "cannot read the kube-system namespace's UID (the cluster identity tagged on load "
+            "balancers); going on without it: grant get on namespaces/kube-system "
+            "(deploy/rbac.yaml)",
+            extra={"error": str(exc)},
+        )
+        return ""
+    return uid
+
+
 def pulumi_engine(
-    *, config: CloudConfig, cluster_name: str, state_dir: Path, backend_url: str
+    *,
+    config: CloudConfig,
+    cluster_name: str,
+    state_dir: Path,
+    backend_url: str,
+    cluster_id: str = "",
 ) -> LoadBalancerEngine:
     from reconciler.engine import Engine, EngineSettings
     from reconciler.toolchain import find_toolchain
@@ -113,6 +135,7 @@ def pulumi_engine(
         toolchain=find_toolchain(),
         backend_url=backend_url,
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
+        cluster_id=cluster_id,
     )
     return PulumiEngine(engine=Engine(settings=settings))
 
@@ -128,18 +151,20 @@ def run(
     config = load_cloud_config(options.cloud_config)
     if config is None:
         return EXIT_CONFIG
+    if engine is None and "PULUMI_CONFIG_PASSPHRASE" not in os.environ:
+        _log.error(
+            "PULUMI_CONFIG_PASSPHRASE is not set: it encrypts the stacks' secrets (the "
+            "OpenStack credentials); set it (deploy/ reads it from a Secret)"
+        )
+        return EXIT_CONFIG
+    kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
     if engine is None:
-        if "PULUMI_CONFIG_PASSPHRASE" not in os.environ:
-            _log.error(
-                "PULUMI_CONFIG_PASSPHRASE is not set: it encrypts the stacks' secrets (the "
-                "OpenStack credentials); set it (deploy/ reads it from a Secret)"
-            )
-            return EXIT_CONFIG
         engine = pulumi_engine(
             config=config,
             cluster_name=options.cluster_name,
             state_dir=options.state_dir,
             backend_url=options.backend_url,
+            cluster_id=cluster_identity(kube),
         )
     done = stop or threading.Event()
     if stop is None and threading.current_thread() is threading.main_thread():
@@ -147,7 +172,6 @@ def run(
             signal.signal(sig, lambda _s, _f: done.set())
 
     metrics = Metrics()
-    kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
     controller = Controller(
         kube=kube,
         engine=engine,

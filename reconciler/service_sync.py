@@ -243,7 +243,7 @@ class ServiceSync:
         self._record(service, plan.events_before)
         ref = ServiceRef(str(meta["namespace"]), str(meta["name"]), str(meta.get("uid") or ""))
         try:
-            self._engine.delete(ref)
+            self._engine.delete(ref, keep_floating_ip=plan.keep_floating_ip)
         except Exception as exc:
             return self._engine_failure(exc, service, Action.CLEANUP)
         with self._lock:

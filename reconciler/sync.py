@@ -22,7 +22,10 @@ would delete the load balancer and strip it. Finalizer patches are JSON merge pa
 ``metadata.resourceVersion``: the list is replaced whole, and the precondition makes the API
 server refuse (409) if anyone changed the object since we read it, so no one's finalizer is lost.
 
-Events. Reasons and default messages are upstream's. ``EnsuringLoadBalancer`` /
+Events. Reasons and default messages are upstream's, and one of our own:
+``CreateOnlyFieldChanged`` (Warning), after every sync whose Service asks to change a field the
+load balancer keeps as it was made with (:mod:`reconciler.model.frozen`), naming the field, the
+value in use, the value asked for and what to do. ``EnsuringLoadBalancer`` /
 ``EnsuredLoadBalancer`` frame a sync whose spec differs from the last one this process applied (or
 the first after start, as upstream); ``UpdatedLoadBalancer`` ("with new hosts") when only members
 changed; ``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
@@ -52,11 +55,14 @@ from reconciler.model import (
     needs_update,
     wants_load_balancer,
 )
+from reconciler.model.network import keep_floating_ip_now
 from reconciler.model.predicates import part
+from reconciler.model.traffic import warning_reason
 
 __all__ = [
     "ADDRESS_ANNOTATION",
     "CLASS_FINALIZER",
+    "CREATE_ONLY_REASON",
     "ID_ANNOTATION",
     "Action",
     "AfterEnsure",
@@ -82,6 +88,8 @@ CLASS_FINALIZER = "lb-reconciler.openstack.org/load-balancer-cleanup"
 ID_ANNOTATION = "loadbalancer.openstack.org/load-balancer-id"
 ADDRESS_ANNOTATION = "loadbalancer.openstack.org/load-balancer-address"
 NORMAL, WARNING = "Normal", "Warning"
+# A create-only field (reconciler.model.frozen) was edited; the load balancer keeps its value.
+CREATE_ONLY_REASON = "CreateOnlyFieldChanged"
 MAX_MESSAGE = 1024
 
 
@@ -308,6 +316,10 @@ def plan_ensure(
                 "There are no available nodes for LoadBalancer",
             )
         )
+    if change is not Change.NONE:
+        for notice in result.notices:
+            if reason := warning_reason(notice):
+                events.append(Event(WARNING, reason, _clip(str(notice))))
     patch = add_finalizer_patch(service, settings)
     return EnsurePlan(result.spec, (), change, patch, tuple(events), notices)
 
@@ -332,6 +344,7 @@ def plan_after_ensure(
         events = (Event(NORMAL, "EnsuredLoadBalancer", "Ensured load balancer"),)
     elif change is Change.HOSTS and not no_nodes:
         events = (Event(NORMAL, "UpdatedLoadBalancer", "Updated load balancer with new hosts"),)
+    events += tuple(Event(WARNING, CREATE_ONLY_REASON, _clip(f.message())) for f in result.frozen)
     annotations = part(_meta(service), "annotations")
     wanted = {ID_ANNOTATION: result.lb_id, ADDRESS_ANNOTATION: result.address}
     differ = {k: v for k, v in wanted.items() if annotations.get(k) != v}
@@ -352,6 +365,7 @@ class CleanupPlan:
     finalizer_patch: dict[str, Any] | None
     events_after: tuple[Event, ...]
     status_patch: dict[str, Any] | None = field(default=None)
+    keep_floating_ip: bool = False  # the Service's keep-floatingip now, for the engine's delete
 
 
 def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> CleanupPlan:
@@ -374,6 +388,7 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
         finalizer_patch=patch,
         events_after=(Event(NORMAL, "DeletedLoadBalancer", "Deleted load balancer"),),
         status_patch=status,
+        keep_floating_ip=keep_floating_ip_now(part(_meta(service), "annotations")),
     )
 
 

@@ -31,8 +31,16 @@ existing load balancer; the Services already on it are the distinct tags of its 
 ``max-shared-lb`` counts them. An internal Service cannot share (OCCM: floating IPs belong to the
 load balancer, not to a listener).
 
+**Protection.** The load balancer and the floating IP are declared ``protect``: an ``up`` whose
+plan would delete or replace either (a create-only field the engine failed to freeze, a
+property that becomes replace-on-change in a provider upgrade) fails before it changes anything,
+and the cloud stays as it was. The engine lifts the protection only where deleting is what the
+Service asked for: ``destroy`` of a Service going away, the floating IP of a Service made
+internal, and the release of a shared load balancer (``release`` declares them unprotected).
+
 Exports: ``spec`` (JSON), ``spec_hash``, ``lb_id``, ``vip_address``, ``vip_port_id``,
-``floating_ip`` (None when there is none) and ``shared`` (whether the LB is someone else's).
+``floating_ip`` (None when there is none), ``shared`` (whether the LB is someone else's),
+``vip_subnet_id`` and the floating IP's ``fip_network_id`` and ``fip_subnet_id`` as resolved.
 """
 
 from __future__ import annotations
@@ -149,6 +157,7 @@ def _vip_placement(spec: LoadBalancerSpec) -> _Vip:
     if spec.vip_port_id:
         return _Vip(port_id=spec.vip_port_id)
     if spec.vip_subnet_id or spec.vip_network_id:
+        lookups.check_vip_family(spec)  # a subnet or network of the other family is an error
         return _Vip(subnet_id=spec.vip_subnet_id, network_id=spec.vip_network_id)
     return _Vip(subnet_id=lookups.vip_subnet_id(spec))
 
@@ -166,7 +175,7 @@ def _own_load_balancer(spec: LoadBalancerSpec, vip: _Vip, *, release: bool) -> _
         vip_subnet_id=vip.subnet_id,
         vip_network_id=vip.network_id,
         vip_port_id=vip.port_id,
-        opts=_adopt("lb", pulumi.ResourceOptions(retain_on_delete=release)),
+        opts=_adopt("lb", pulumi.ResourceOptions(retain_on_delete=release, protect=not release)),
     )
     return _Target(lb.id, lb.vip_address, lb.vip_port_id, lb)
 
@@ -270,8 +279,16 @@ def _chain(
     return last
 
 
-def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> pulumi.Input[str] | None:
-    """Declare the floating IP and its association; returns its address (None: no FIP)."""
+@dataclass(frozen=True)
+class _FloatingIp:
+    address: pulumi.Input[str]
+    network_id: str  # as resolved (the engine keeps it: stack_spec)
+    subnet_id: str | None
+    created: bool  # False: the user's own floating IP, only associated
+
+
+def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> _FloatingIp | None:
+    """Declare the floating IP and its association (None: no FIP)."""
     fip = spec.floating_ip
     if fip is None or spec.internal:
         return None
@@ -279,21 +296,26 @@ def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> pulum
     if network_id is None:
         return None
     address: pulumi.Input[str]
+    subnet_id: str | None = None
     existing = lookups.existing_floating_ip(fip.address) if fip.address else None
-    if existing is not None and existing.description != fip.description:
+    users_own = existing is not None and existing.description != fip.description
+    if existing is not None and users_own:
         address = existing.address  # the user's floating IP: only associate it
     else:
         pool = openstack.networking.get_network(network_id=network_id).name
+        subnet_id = lookups.floating_subnet_id(fip, network_id)
         created = openstack.networking.FloatingIp(
             "fip",
             pool=pool,
             address=fip.address,
-            subnet_id=lookups.floating_subnet_id(fip, network_id),
+            subnet_id=subnet_id,
             description=fip.description,
             opts=_adopt(
                 "fip",
                 pulumi.ResourceOptions(
-                    retain_on_delete=fip.keep or release, delete_before_replace=True
+                    retain_on_delete=fip.keep or release,
+                    delete_before_replace=True,
+                    protect=not release,
                 ),
             ),
         )
@@ -304,7 +326,7 @@ def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> pulum
         port_id=lb.vip_port_id,
         opts=_adopt("fip-association", pulumi.ResourceOptions(retain_on_delete=release)),
     )
-    return address
+    return _FloatingIp(address, network_id, subnet_id, created=not users_own)
 
 
 def _security_group(spec: LoadBalancerSpec, vip_subnet: str | None) -> None:
@@ -392,7 +414,8 @@ def _declare(spec: LoadBalancerSpec, *, release: bool, child_delete_timeout: str
     previous = lb.resource
     for listener in sorted(spec.listeners, key=lambda li: li.index):
         previous = _chain(spec, listener, lb, previous, delete_timeout=child_delete_timeout)
-    floating_ip = lb.floating_ip if lb.resource is None else _floating_ip(spec, lb, release=release)
+    fip = None if lb.resource is None else _floating_ip(spec, lb, release=release)
+    floating_ip = lb.floating_ip if lb.resource is None else (fip.address if fip else None)
     _security_group(spec, vip_subnet)
     pulumi.export("spec", spec.canonical_json())
     pulumi.export("spec_hash", spec.spec_hash())
@@ -402,3 +425,11 @@ def _declare(spec: LoadBalancerSpec, *, release: bool, child_delete_timeout: str
     pulumi.export("floating_ip", floating_ip)
     pulumi.export("shared", lb.resource is None)
     pulumi.export("vip_subnet_id", vip_subnet)
+    pulumi.export("fip_network_id", fip.network_id if fip else None)
+    pulumi.export("fip_subnet_id", fip.subnet_id if fip else None)
+    # whether destroy leaves the floating IP (keep-floatingip); False for a user's own, which
+    # is never ours to delete anyway (only associated)
+    keep = (
+        fip is not None and fip.created and spec.floating_ip is not None and spec.floating_ip.keep
+    )
+    pulumi.export("fip_keep", keep)

@@ -10,13 +10,19 @@ description contains "Floating IP for Kubernetes external service".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
+    "CLUSTER_ID_TAG_PREFIX",
     "SERVICE_PREFIX",
+    "cluster_id_tag",
     "cut255",
     "floating_ip_description",
     "lb_description",
     "lb_name",
     "listener_name",
+    "made_by_cluster",
     "monitor_name",
     "pool_name",
     "security_group_description",
@@ -24,6 +30,10 @@ __all__ = [
 ]
 
 SERVICE_PREFIX = "kube_service_"
+# OCCM's cluster identity tag (kubernetes/cloud-provider-openstack PR #3103): the UID of the
+# kube-system namespace, so that two clusters with the same --cluster-name can tell their load
+# balancers apart.
+CLUSTER_ID_TAG_PREFIX = "kube_cluster_id_"
 
 
 def cut255(text: str) -> str:
@@ -63,3 +73,29 @@ def security_group_name(*, uid: str, namespace: str, name: str) -> str:
 
 def security_group_description(*, cluster_name: str, namespace: str, name: str) -> str:
     return f"Security Group for {namespace}/{name} Service LoadBalancer in cluster {cluster_name}"
+
+
+def cluster_id_tag(cluster_id: str) -> str:
+    return f"{CLUSTER_ID_TAG_PREFIX}{cluster_id}"
+
+
+def made_by_cluster(lb: Mapping[str, Any], *, cluster_name: str, cluster_id: str = "") -> bool:
+    """Whether Octavia load balancer ``lb`` (as the API shows it) was made for a Service of
+    this cluster, by OCCM or by this controller: named ``kube_service_<cluster>_...`` with
+    OCCM's description for this cluster, and, when it carries cluster identity tags
+    (``kube_cluster_id_<uid>``), carrying ours. A load balancer made by a user (reached through
+    ``load-balancer-id``) or by another cluster is never one: it is never deleted, adopted or
+    swept. Without our own ``cluster_id`` an identity tag of any cluster makes it not ours."""
+    tags = [str(t) for t in lb.get("tags") or ()]
+    identities = [t for t in tags if t.startswith(CLUSTER_ID_TAG_PREFIX)]
+    if identities and (not cluster_id or cluster_id_tag(cluster_id) not in identities):
+        return False
+    name = str(lb.get("name") or "")
+    description = str(lb.get("description") or "")
+    prefix = f"{SERVICE_PREFIX}{cluster_name}_"
+    suffix = f" from cluster {cluster_name}"
+    return (
+        name.startswith(prefix)
+        and description.startswith("Kubernetes external service ")
+        and description.endswith(suffix)
+    )

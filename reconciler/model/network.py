@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from reconciler.config import CloudConfig, LoadBalancerClass, LoadBalancerConfig
 from reconciler.config.subnet_match import check_pattern, check_tags
@@ -213,3 +214,11 @@ def allowed_cidrs(
         fix = f"add a {family} range"
         return (), True, [ValidationError(items[0][0], items[0][1], reason, fix)]
     return tuple(str(n) for n in kept), True, []
+
+
+def keep_floating_ip_now(annotations: Any) -> bool:
+    """``keep-floatingip`` as a Service being deleted says it now (not at its last ``up``). A
+    value that is not ``"true"``/``"false"`` keeps the floating IP: a deletion cannot be undone."""
+    reader = AnnotationReader(annotations)
+    keep = reader.boolean(a.KEEP_FLOATING_IP, default=False)
+    return keep or bool(reader.errors)

@@ -54,6 +54,7 @@ class Call:
     key: str
     finalizers_at_call: list[str]
     spec: LoadBalancerSpec | None = None
+    keep_floating_ip: bool | None = None  # what a delete was told
 
 
 @dataclass
@@ -96,11 +97,12 @@ class RecordingEngine:
             changed=changed,
         )
 
-    def delete(self, service: ServiceRef) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         call = Call(
             "delete",
             f"{service.namespace}/{service.name}",
             self._finalizers(service.namespace, service.name),
+            keep_floating_ip=keep_floating_ip,
         )
         with self.lock:
             self.calls.append(call)

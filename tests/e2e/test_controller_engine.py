@@ -4,9 +4,11 @@ destroys the load balancer before the finalizer goes."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,9 +39,16 @@ def emu() -> Iterator[EmulatorHandle]:
     handle.stop()
 
 
-def test_real_engine_create_and_delete(
-    control_plane: LocalControlPlane, toolchain: Toolchain, emu: EmulatorHandle, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def real_controller(
+    control_plane: LocalControlPlane,
+    toolchain: Toolchain,
+    emu: EmulatorHandle,
+    state_dir: Path,
+    *,
+    backoff: Backoff | None = None,
+) -> Iterator[Running]:
+    """The controller with the real engine on ``emu``, scoped to a namespace of its own."""
     topo = emu.topology()
     text = cloud_conf_text(topo, f"subnet-id = {topo['subnet_id']}")
     parsed = parse_cloud_conf(text=text)
@@ -48,7 +57,7 @@ def test_real_engine_create_and_delete(
     engine = Engine(
         settings=EngineSettings(
             cluster_name="e2e",
-            state_dir=tmp_path / "state",
+            state_dir=state_dir,
             auth=config.auth,
             toolchain=toolchain,
             passphrase=Secret("e2e-passphrase"),
@@ -64,19 +73,33 @@ def test_real_engine_create_and_delete(
         config=config,
         settings=ControllerSettings(cluster_name="e2e"),
         workers=2,
-        backoff=Backoff(base=1.0, cap=5.0, soon=0.5),
+        backoff=backoff or Backoff(base=1.0, cap=5.0, soon=0.5),
         namespace=ns,
         watch_timeout=60,
     )
     controller.start(sync_timeout=30)
-    r = Running(controller, None, kube, ns)  # type: ignore[arg-type]
     try:
+        yield Running(controller, None, kube, ns)  # type: ignore[arg-type]
+    finally:
+        controller.stop(timeout=60)
+        kube.close()
+
+
+def wait_with_events(r: Running, name: str, fn: Any, *, what: str, timeout: float = 240) -> Any:
+    """``wait_for``, failing with the Service's Events in the message."""
+    try:
+        return wait_for(fn, what=what, timeout=timeout)
+    except AssertionError as exc:
+        messages = [f"{e['reason']}: {e['message']}" for e in r.events(name)]
+        raise AssertionError(f"{exc}; events: {messages}") from None
+
+
+def test_real_engine_create_and_delete(
+    control_plane: LocalControlPlane, toolchain: Toolchain, emu: EmulatorHandle, tmp_path: Path
+) -> None:
+    with real_controller(control_plane, toolchain, emu, tmp_path / "state") as r:
         r.create("web")
-        try:
-            ingress = wait_for(lambda: r.ingress("web"), what="an EXTERNAL-IP", timeout=240)
-        except AssertionError as exc:
-            messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
-            raise AssertionError(f"{exc}; events: {messages}") from None
+        ingress = wait_with_events(r, "web", lambda: r.ingress("web"), what="an EXTERNAL-IP")
         lbs = EmulatorAdmin(emu).lbs()
         assert len(lbs) == 1
         svc = r.get("web")
@@ -84,14 +107,7 @@ def test_real_engine_create_and_delete(
         assert ingress[0]["ip"]
         assert svc["metadata"]["finalizers"] == [FINALIZER]
 
-        kube.request(method="DELETE", path=r.svc_path("web"))
-        try:
-            wait_for(lambda: r.gone("web"), what="the Service to be deleted", timeout=240)
-        except AssertionError as exc:
-            messages = [f"{e['reason']}: {e['message']}" for e in r.events("web")]
-            raise AssertionError(f"{exc}; events: {messages}") from None
+        r.kube.request(method="DELETE", path=r.svc_path("web"))
+        wait_with_events(r, "web", lambda: r.gone("web"), what="the Service to be deleted")
         assert EmulatorAdmin(emu).lbs() == []
         assert r.event("web", "DeletedLoadBalancer") is not None
-    finally:
-        controller.stop(timeout=60)
-        kube.close()

@@ -53,6 +53,7 @@ ALLOWED = [
     ("create", "leases.coordination.k8s.io", NAMESPACE),
     ("get", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
     ("patch", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
+    ("get", "namespaces/kube-system", ""),
 ]
 DENIED = [
     ("delete", "services", TEST_NS),
@@ -77,6 +78,8 @@ DENIED = [
     ("delete", f"leases.coordination.k8s.io/{NAME}", NAMESPACE),
     ("create", f"serviceaccounts/{NAME} --subresource=token", NAMESPACE),
     ("create", "clusterroles.rbac.authorization.k8s.io", ""),
+    ("get", "namespaces/default", ""),
+    ("list", "namespaces", ""),
 ]
 
 

@@ -78,6 +78,7 @@ LB, SUBNET = UUID1, UUID2
 def test_output_tags_round_trip_the_outputs_a_skip_reports() -> None:
     floating = {"lb_id": LB, "shared": False, "vip_subnet_id": SUBNET, "vip_address": "10.0.0.5"}
     floating["floating_ip"] = "172.24.4.10"
+    floating["fip_keep"] = True
     tags = output_tags(floating)
     assert tags == {
         "lbr:lb-id": LB,
@@ -86,6 +87,7 @@ def test_output_tags_round_trip_the_outputs_a_skip_reports() -> None:
         "lbr:vip-subnet": SUBNET,
         "lbr:vip-address": "10.0.0.5",
         "lbr:external-ip": "172.24.4.10",
+        "lbr:keep-fip": "true",
     }
     assert outputs_from_tags(tags) == {
         "lb_id": LB,
@@ -93,6 +95,7 @@ def test_output_tags_round_trip_the_outputs_a_skip_reports() -> None:
         "floating_ip": "172.24.4.10",
         "shared": False,
         "vip_subnet_id": SUBNET,
+        "fip_keep": True,
     }
     internal = {"lb_id": LB, "shared": True, "vip_address": "10.0.0.5", "floating_ip": None}
     tags = output_tags(internal)
@@ -104,6 +107,7 @@ def test_output_tags_round_trip_the_outputs_a_skip_reports() -> None:
         "floating_ip": None,  # the external IP is the VIP: no floating IP
         "shared": True,
         "vip_subnet_id": None,
+        "fip_keep": False,
     }
 
 

@@ -24,7 +24,7 @@ class FakeEngine:
             raise RuntimeError("boom")
         return EnsureResult("lb", "10.0.0.5", None, self.changed)
 
-    def delete(self, service: ServiceRef) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         if self.fail:
             raise RuntimeError("boom")
 

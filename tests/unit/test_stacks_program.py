@@ -41,7 +41,7 @@ class Mocks(pulumi.runtime.Mocks):
         if args.token.endswith("getFloatingIp"):
             raise Exception("Your query returned no results.")
         if args.token.endswith("getSubnet"):
-            return {"id": SUBNET, "cidr": "10.0.0.0/24"}, []
+            return {"id": SUBNET, "cidr": "10.0.0.0/24", "ipVersion": 4}, []
         if args.token.endswith("getPort"):
             raise Exception("Your query returned no results.")
         return {}, []

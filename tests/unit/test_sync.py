@@ -12,9 +12,11 @@ from reconciler.backend import EnsureResult, Failure, classify
 from reconciler.config import default_config, with_overrides
 from reconciler.ingress import desired_ingress, ingress_equal
 from reconciler.model import FINALIZER, StatusSpec
+from reconciler.model.frozen import FrozenChange
 from reconciler.sync import (
     ADDRESS_ANNOTATION,
     CLASS_FINALIZER,
+    CREATE_ONLY_REASON,
     ID_ANNOTATION,
     Action,
     Change,
@@ -382,3 +384,55 @@ def test_classify_reads_failure_kind() -> None:
     assert classify(BadError()) is Failure.INVALID
     assert classify(OddError()) is Failure.BACKOFF
     assert classify(RuntimeError()) is Failure.BACKOFF
+
+
+def test_after_ensure_warns_for_each_create_only_field_asked_to_change() -> None:
+    frozen = (
+        FrozenChange("availability_zone", "annotation ...availability-zone", None, "az-2"),
+        FrozenChange("floating_ip.network_id", "floating-network-id", "net-1", "net-2"),
+    )
+    after = plan_after_ensure(
+        service=svc(), spec=_spec(), result=replace(RESULT, frozen=frozen), change=Change.NONE
+    )
+    assert [(e.type, e.reason) for e in after.events] == [("Warning", CREATE_ONLY_REASON)] * 2
+    first, second = (e.message for e in after.events)
+    assert "availability_zone" in first
+    assert "'az-2'" in first
+    assert "the load balancer keeps the cloud's choice" in first
+    assert "the floating IP keeps 'net-1', not 'net-2'" in second
+
+
+def _etp_local(**annotations: str) -> dict[str, Any]:
+    s = svc(annotations=annotations or None)
+    s["spec"]["externalTrafficPolicy"] = "Local"
+    s["spec"]["healthCheckNodePort"] = 32000
+    return s
+
+
+def test_etp_local_without_a_monitor_is_a_warning_event() -> None:
+    """OCCM's doc: a health monitor is required with externalTrafficPolicy: Local."""
+    plan = plan_ensure(service=_etp_local(), nodes=NODES, config=default_config(), settings=DEFAULT)
+    warnings = [e for e in plan.events if e.type == "Warning"]
+    assert [e.reason for e in warnings] == ["LoadBalancerHealthMonitorMissing"]
+    assert "enable-health-monitor" in warnings[0].message
+    with_monitor = plan_ensure(
+        service=_etp_local(**{"loadbalancer.openstack.org/enable-health-monitor": "true"}),
+        nodes=NODES,
+        config=default_config(),
+        settings=DEFAULT,
+    )
+    assert [e for e in with_monitor.events if e.type == "Warning"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "keep"),
+    [(None, False), ("false", False), ("true", True), ("True", True), ("yes", True)],
+)
+def test_cleanup_reads_keep_floatingip_as_the_service_says_now(
+    value: str | None, keep: bool
+) -> None:
+    """Read at deletion, not at the last up; a malformed value keeps the floating IP (a
+    deletion cannot be undone)."""
+    annotations = {} if value is None else {"loadbalancer.openstack.org/keep-floatingip": value}
+    s = svc(finalizers=[FINALIZER], deleting=True, annotations=annotations or None)
+    assert plan_cleanup(s, DEFAULT).keep_floating_ip is keep

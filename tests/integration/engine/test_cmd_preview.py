@@ -3,10 +3,11 @@
 A Service is brought up by the engine as the controller would (with its uid and node port), then
 manifests as they sit in git (no uid, no nodePort, no namespace) are previewed through
 ``reconciler.cli.main``: unchanged (exit 0), a port added (creates, exit 2, in text, JSON and
-Markdown), a ``loadBalancerIP`` (the external IP change is flagged), an invalid annotation (exit 1,
-file and field named, nothing touched), and a new Service next to skipped documents (creates,
-no stack left behind). Throughout, the existing stack's config file stays byte for byte the same.
-CI's case, a state dir of its own on the controller's backend, previews the same.
+Markdown), a ``loadBalancerIP`` and a zone (create-only: not applied, said so), an invalid
+annotation (exit 1, file and field named, nothing touched), and a new Service next to skipped
+documents (creates, no stack left behind). Throughout, the existing stack's config file stays
+byte for byte the same. CI's case, a state dir of its own on the controller's backend, previews
+the same.
 """
 
 from __future__ import annotations
@@ -152,17 +153,32 @@ def test_preview_of_changes_to_an_existing_service(env: Env, preview: Preview) -
         assert "#### `default/web`: 4 to create" in out
         assert "| `+` | `monitor-tcp-443` | Monitor | create |" in out
 
-        # (2) loadBalancerIP: the floating IP is replaced, flagged as an external IP change
-        code, out, _ = preview(manifest("web", loadBalancerIP="172.24.4.99"))
-        assert code == 2, out
-        assert "fip" in out
-        assert f"address: {outputs['floating_ip']} -> 172.24.4.99 (forces replacement)" in out
-        assert (
-            f"! external IP changes: the floating IP {outputs['floating_ip']} is replaced; "
-            "the new address is 172.24.4.99" in out
+        # (2) create-only fields: loadBalancerIP of an external Service (OCCM keeps the
+        # floating IP on the VIP port) and the availability zone. Nothing is replaced; each
+        # is said to be not applied, with the value in use and the value asked for
+        edited = manifest(
+            "web",
+            loadBalancerIP="172.24.4.99",
+            annotations={**MONITOR, A + "availability-zone": "az-2"},
         )
-        code, out, _ = preview(manifest("web", loadBalancerIP="172.24.4.99"), "-o", "markdown")
-        assert "⚠️ **external IP changes**" in out
+        code, out, _ = preview(edited)
+        assert code == 0, out
+        assert "no changes" in out
+        assert "replace" not in out
+        assert (
+            "! not applied: floating_ip.address (spec.loadBalancerIP) is create-only: the "
+            "floating IP keeps the cloud's choice, not '172.24.4.99' as asked" in out
+        )
+        assert "! not applied: availability_zone (annotation " in out
+        assert "ip_family" not in out  # not in the manifest: the API server fills it in
+        code, out, _ = preview(edited, "-o", "markdown")
+        assert "⚠️ **Not applied**: availability_zone" in out
+        code, out, _ = preview(edited, "-o", "json")
+        (web,) = json.loads(out)["services"]
+        assert [t.split(" ")[0] for t in web["notApplied"]] == [
+            "availability_zone",
+            "floating_ip.address",
+        ]
 
         # (3) an invalid annotation: exit 1, file, Service and field named, nothing previewed
         bad = manifest("web", annotations={A + "connection-limit": "abc"})

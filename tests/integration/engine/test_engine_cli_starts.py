@@ -19,7 +19,8 @@ import pytest
 
 from reconciler import engine_tags
 from reconciler.engine import ServiceStack
-from reconciler.engine_plan import HASH_TAG
+from reconciler.engine_plan import HASH_TAG, create_only_tags
+from reconciler.model import LoadBalancerSpec
 from reconciler.toolchain import REPO_ROOT
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
 
@@ -58,7 +59,9 @@ def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def expected_tags(stack: ServiceStack, outputs: dict[str, Any], digest: str) -> dict[str, str]:
+def expected_tags(
+    stack: ServiceStack, spec: LoadBalancerSpec, outputs: dict[str, Any], digest: str
+) -> dict[str, str]:
     ref = stack.service
     return {
         "lbr:cluster": CLUSTER,
@@ -71,6 +74,8 @@ def expected_tags(stack: ServiceStack, outputs: dict[str, Any], digest: str) -> 
         "lbr:vip-subnet": outputs["vip_subnet_id"],
         "lbr:vip-address": outputs["vip_address"],
         "lbr:external-ip": outputs["floating_ip"],
+        "lbr:fip-network": outputs["fip_network_id"],
+        **create_only_tags(spec, outputs),
         HASH_TAG: digest,
     }
 
@@ -95,9 +100,9 @@ def test_create_noop_update_delete(
     sdk_outputs = plain(env, stack, "stack", "output")
     for key in ("lb_id", "vip_address", "floating_ip", "vip_subnet_id", "spec_hash"):
         assert created.outputs[key] == sdk_outputs[key]  # from the events = the CLI's
-    tags = without_system_tags(plain(env, stack, "stack", "tag", "ls"))
-    assert tags == expected_tags(stack, created.outputs, created.spec_hash)
     try:
+        tags = without_system_tags(plain(env, stack, "stack", "tag", "ls"))
+        assert tags == expected_tags(stack, spec, created.outputs, created.spec_hash)
         starts.clear()
         again = stack.ensure(spec)
         assert not again.changed
@@ -126,7 +131,8 @@ def test_create_noop_update_delete(
         assert on_create == ["version", "stack init", "config set", "up"]
         assert on_noop == []
         assert on_update == ["stack select", "up"]
-        assert on_delete == ["stack select", "destroy", "stack rm"]
+        # state unprotect: the load balancer and floating IP are protected (docs/engine.md)
+        assert on_delete == ["stack select", "state", "destroy", "stack rm"]
     else:
         assert "stack output" not in on_create + on_update
         assert "stack history" not in on_create + on_update + on_delete

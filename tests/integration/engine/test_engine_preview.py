@@ -97,13 +97,14 @@ def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env)
         assert step.changes == (PropertyChange("connectionLimit", "update", -1, 10),)
         assert outcome.changes == {"update": 1, "same": 6}
 
+        # loadBalancerIP is create-only (OCCM keeps the floating IP on the VIP port): no
+        # replacement is previewed, the field is reported as not applied
         moved = spec_for(service("kept", loadBalancerIP="172.24.4.99"), config)
-        fips = [s for s in stack.preview(moved).steps if s.name == "fip"]
-        assert {s.op for s in fips} == {"delete-replaced", "replace", "create-replacement"}
-        # the address was the cloud's choice (no input): the old value is the cloud's
-        assert fips[-1].changes == (
-            PropertyChange("address", "update-replace", fip, "172.24.4.99"),
-        )
+        previewed = stack.preview(moved)
+        assert [s.name for s in previewed.steps] == []
+        (frozen,) = previewed.frozen
+        assert frozen.startswith("floating_ip.address (spec.loadBalancerIP) is create-only")
+        assert env.cloud.inventory()["floatingips"][0]["floating_ip_address"] == fip
 
         assert config_file.read_bytes() == before
         assert len(pending(env, stack.name)) == 1  # looked at, not repaired

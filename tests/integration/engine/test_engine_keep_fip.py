@@ -1,0 +1,31 @@
+"""``keep-floatingip`` is read from the Service as it is when it is deleted (issue 13), not as
+it was at its last ``up``: on the real engine against the emulator."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.integration.engine.test_engine_cases import sdk
+
+A = "loadbalancer.openstack.org/"
+
+
+@pytest.mark.parametrize(("at_up", "at_delete"), [(False, True), (True, False)])
+def test_keep_floating_ip_as_the_service_says_at_deletion(
+    env: Env, at_up: bool, at_delete: bool
+) -> None:
+    config = env.config()
+    svc = service("keepnow", annotations={A + "keep-floatingip": str(at_up).lower()})
+    stack = env.stack(config, svc)
+    address = stack.ensure(spec_for(svc, config)).outputs["floating_ip"]
+    stack.delete(keep_floating_ip=at_delete)
+    inv = env.cloud.inventory()
+    assert inv["loadbalancers"] == []
+    kept = [f for f in inv["floatingips"] if f["floating_ip_address"] == address]
+    if at_delete:
+        fip = only(kept)
+        assert fip["port_id"] is None
+        sdk(env).network.delete_ip(fip["id"])
+    else:
+        assert kept == []

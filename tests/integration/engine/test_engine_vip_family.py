@@ -1,0 +1,32 @@
+"""A VIP ``subnet-id`` of the wrong IP family is refused before anything is made (issue 13),
+on the real engine against the emulator: without the check, an IPv4 Service given an IPv6
+subnet got an IPv6 load balancer whose listener then failed, and the load balancer leaked."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.engine_errors import InvalidConfigError
+from tests.integration.engine.conftest import Env, service, spec_for
+from tests.integration.engine.test_engine_cases import sdk
+
+A = "loadbalancer.openstack.org/"
+
+
+def test_ipv6_subnet_for_an_ipv4_service_is_refused(env: Env) -> None:
+    conn = sdk(env)
+    v6 = conn.network.create_subnet(
+        network_id=env.topo["network_id"], name="vip-v6", cidr="fd00:30::/64", ip_version=6
+    )
+    try:
+        config = env.config()
+        spec = spec_for(service("family", annotations={A + "subnet-id": v6.id}), config)
+        stack = env.engine(config).stack(service=spec.service)
+        try:
+            with pytest.raises(InvalidConfigError, match="is an IPv6 subnet but the Service's"):
+                stack.ensure(spec)
+            assert env.cloud.lbs() == []
+        finally:
+            stack.delete()
+    finally:
+        conn.network.delete_subnet(v6.id)
