@@ -58,20 +58,38 @@ class LoadBalancers(OctaviaBase):
         provider = body.get("provider") or self.options["default_provider"]
         if provider not in self.options["providers"]:
             raise BadRequest(f"Provider '{provider}' is not enabled.")
-        flavors = {f["id"] for f in self.options.get("flavors", [])}
-        if body.get("flavor_id") is not None and body["flavor_id"] not in flavors:
-            raise BadRequest(f"Validation failure: Invalid flavor_id {body['flavor_id']}.")
-        zones = {z["name"] for z in self.options.get("availability_zones", [])}
-        if body.get("availability_zone") is not None and body["availability_zone"] not in zones:
-            raise BadRequest(
-                f"Validation failure: Invalid availability zone {body['availability_zone']}."
-            )
+        self._check_option(body, "flavor_id", "flavors", "id", "flavor", "Invalid flavor_id.")
+        self._check_option(
+            body,
+            "availability_zone",
+            "availability_zones",
+            "name",
+            "availability_zone",
+            "Invalid availability zone.",
+        )
         lb = self.new_record("loadbalancer", ctx, body, LB_FIELDS)
         lb.update({"provider": provider, "listeners": [], "pools": []})
         self._allocate_vip(ctx, lb, body)
         lb["_lb_id"] = lb["id"]
         self.schedule(lb, phase="create", delay=self.timing.lb_create, children=[])
         return lb
+
+    def _check_option(
+        self, body: Mapping[str, Any], field: str, option: str, key: str, name: str, unknown: str
+    ) -> None:
+        """A flavor or availability zone named on create exists and is enabled, with Octavia's
+        answers (``_validate_flavor``, ``_validate_availability_zone`` of its load balancer
+        controller): 400 ``Validation failure: Invalid availability zone.`` (the name is not
+        repeated), 400 ``The selected availability_zone is not allowed in this deployment:
+        <name>`` for a disabled one."""
+        value = body.get(field)
+        if value is None:
+            return
+        known = {str(o[key]): o for o in self.options.get(option, [])}
+        if str(value) not in known:
+            raise BadRequest(f"Validation failure: {unknown}")
+        if not known[str(value)].get("enabled", True):
+            raise BadRequest(f"The selected {name} is not allowed in this deployment: {value}")
 
     def _allocate_vip(self, ctx: AuthContext, lb: Record, body: Mapping[str, Any]) -> None:
         if body.get("vip_port_id"):

@@ -296,7 +296,7 @@ class OctaviaResponses:
                 "id": f["id"],
                 "name": f.get("name", f["id"]),
                 "description": "",
-                "enabled": True,
+                "enabled": bool(f.get("enabled", True)),
                 "flavor_profile_id": None,
             }
             for f in self.octavia.options.get("flavors", [])
@@ -308,7 +308,7 @@ class OctaviaResponses:
             {
                 "name": z["name"],
                 "description": "",
-                "enabled": True,
+                "enabled": bool(z.get("enabled", True)),
                 "availability_zone_profile_id": None,
             }
             for z in self.octavia.options.get("availability_zones", [])
