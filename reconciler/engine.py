@@ -64,9 +64,8 @@ from reconciler.engine_errored import delete_unadopted
 from reconciler.engine_errors import (
     EngineError,
     InterruptedOperationError,
-    classify,
+    engine_error,
     redact,
-    summarize,
 )
 from reconciler.engine_plan import (
     HASH_TAG,
@@ -209,10 +208,11 @@ class Engine:
     def error(
         self, exc: BaseException, *, stack: str, doing: str, subject: str = ""
     ) -> EngineError:
-        text = redact(str(exc), self._secrets)
-        cls = classify(text)
-        what = subject or f"stack {stack}"
-        return cls(f"{doing} of {what} failed: {summarize(text)}", stack=stack)
+        # the stack's own names are public: a secret inside one is left there (engine_errors)
+        keep = (stack, f"{PROJECT}-{stack}") if stack else ()
+        text = redact(str(exc), self._secrets, keep=keep)
+        error = engine_error(text, doing=doing, subject=subject or f"stack {stack}", stack=stack)
+        return type(error)(redact(str(error), self._secrets, keep=keep), stack=stack)
 
     def rest(self) -> OpenStackRest:
         return OpenStackRest(auth=self.settings.auth)
