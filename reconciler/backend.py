@@ -10,18 +10,23 @@ The controller does not import the Pulumi engine; it talks to anything with this
   interrupts running operations when the process stops.
 
 Failures are exceptions. :func:`classify` maps one to a :class:`Failure` kind, which decides the
-retry (see :mod:`reconciler.queue`):
+retry and whether the Service gets a Warning (see :mod:`reconciler.controller`):
 
-* ``RETRY_SOON``: the cloud is busy and will not be for long (Octavia PENDING_*, HTTP 409, a
-  stack lock held by a finishing operation): retry in seconds, without growing the backoff;
-* ``BACKOFF``: quota, outage, anything unknown: Warning Event, exponential backoff;
-* ``INVALID``: the spec cannot be made real as written (a subnet that does not exist): Warning
-  Event naming the problem; no retry until the Service changes.
+* ``BUSY``: the cloud or the stack is busy and will not be for long (HTTP 409, Octavia
+  ``PENDING_*``, a stack lock held by a live operation): Warning Event, retry in seconds, a
+  bounded number of times in a row, then exponential backoff;
+* ``BACKOFF``: anything else the engine reports, a 4xx of the cloud included (a zone that does
+  not exist, 403, 404, quota), 5xx, an unreachable cloud, unknown errors: Warning Event with the
+  cloud's message, exponential backoff (the cloud, or cloud.conf, may change);
+* ``RETRY_SOON``: routine waits that are not failures of the cloud (the controller's own
+  interruption at shutdown; the API server's conflicts): retry in seconds, bounded, no Event;
+* ``INVALID``: the Service's input is invalid as written (found before any engine call): the
+  Warning naming the field; no retry until the Service changes.
 
-The real engine's hierarchy (:mod:`reconciler.engine_errors`) maps as: ``ConflictError`` and
-``UpTimeoutError`` -> ``RETRY_SOON``; ``InvalidConfigError`` -> ``INVALID``; ``QuotaError``,
-``InternalError`` -> ``BACKOFF``. Other engines (test doubles) may instead set a
-``failure_kind`` attribute holding a :class:`Failure` or its value; anything else is ``BACKOFF``.
+The real engine's hierarchy (:mod:`reconciler.engine_errors`) maps as: ``ConflictError`` ->
+``BUSY``; ``InterruptedOperationError`` -> ``RETRY_SOON``; every other ``EngineError`` ->
+``BACKOFF``. Other engines (test doubles) may instead set a ``failure_kind`` attribute holding a
+:class:`Failure` or its value; anything else is ``BACKOFF``.
 
 :class:`PulumiEngine` adapts :class:`reconciler.engine.Engine` (one ``ServiceStack`` per Service)
 to the Protocol: the stack outputs ``lb_id``, ``vip_address``, ``floating_ip`` become an
@@ -85,21 +90,19 @@ class LoadBalancerEngine(Protocol):
 
 
 class Failure(enum.Enum):
-    RETRY_SOON = "retry_soon"
-    BACKOFF = "backoff"
-    INVALID = "invalid"
+    """How a failed sync is retried (see the module docstring)."""
+
+    RETRY_SOON = "retry_soon"  # routine, no Event: retry in seconds (bounded)
+    BUSY = "busy"  # the cloud or stack is busy: Warning, retry in seconds (bounded)
+    BACKOFF = "backoff"  # Warning, exponential backoff
+    INVALID = "invalid"  # the Service's input is invalid: no retry until it changes
 
 
 def classify(exc: BaseException) -> Failure:
-    if isinstance(
-        exc,
-        engine_errors.ConflictError
-        | engine_errors.UpTimeoutError
-        | engine_errors.InterruptedOperationError,
-    ):
+    if isinstance(exc, engine_errors.InterruptedOperationError):
         return Failure.RETRY_SOON
-    if isinstance(exc, engine_errors.InvalidConfigError):
-        return Failure.INVALID
+    if isinstance(exc, engine_errors.ConflictError):
+        return Failure.BUSY
     if isinstance(exc, engine_errors.EngineError):
         return Failure.BACKOFF
     kind = getattr(exc, "failure_kind", None)

@@ -20,10 +20,18 @@ effects, which is where the guarantees live:
 * **invalid input**: a Warning naming field, value and fix; no finalizer, no engine call; the
   key is not retried until the Service changes (a watch event brings it back).
 
-Failures decide the retry (:mod:`.backend`): the API server unreachable or a 409 on a patch ->
-retry soon; an engine failure classified ``RETRY_SOON`` -> retry soon (logged, no Event: Octavia's
-PENDING_* states are routine); ``BACKOFF`` -> Warning ``SyncLoadBalancerFailed`` naming the next
-attempt, exponential backoff; ``INVALID`` -> the Warning, no retry. Success resets the backoff.
+Failures decide the retry and the Warning (:mod:`.backend`, :func:`settle`): every failure of
+the engine, in ``up`` or ``destroy`` alike, gets a Warning ``SyncLoadBalancerFailed`` carrying
+the cloud's own message and when the next attempt is, on the first failure. ``BUSY`` (a 409,
+Octavia ``PENDING_*``, a stack lock) retries soon, a bounded number of times in a row, then
+backs off; ``BACKOFF`` (any other cloud answer, 4xx included, an outage, anything unknown)
+backs off exponentially, 5 s to 5 min per Service; ``RETRY_SOON`` (the API server's conflicts,
+the controller's own interruption at shutdown) retries soon without an Event; ``INVALID`` (the
+Service's input, found before any engine call) is not retried until the Service changes.
+Success resets the backoff; a watch event for the Service makes it ready at once, whatever
+it waited for. Cleanup never gives up: a failed ``destroy`` (a 404 or "not found" included)
+keeps the finalizer and is retried with backoff. While the controller stops, failures are
+logged but get no Event (they are most likely its own interruption; the next process retries).
 
 Finalizer patches are merge patches with ``resourceVersion`` (see :mod:`.sync`). On a 409 the
 worker reads the Service again and recomputes the patch once, so a label edit that raced the
@@ -38,11 +46,13 @@ spec hash it stores with the stack.
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.backend import Failure, LoadBalancerEngine
@@ -66,7 +76,7 @@ from reconciler.sync import (
 )
 from reconciler.watch import Reflector, object_key
 
-__all__ = ["Controller", "SyncOutcome"]
+__all__ = ["Controller", "Retry", "Settle", "SyncOutcome", "settle"]
 
 _log = logging.getLogger(__name__)
 
@@ -74,9 +84,36 @@ _log = logging.getLogger(__name__)
 _RESULTS = {
     None: "success",
     Failure.RETRY_SOON: "retry",
+    Failure.BUSY: "retry",
     Failure.BACKOFF: "error",
     Failure.INVALID: "invalid",
 }
+
+
+class Retry(enum.Enum):
+    FORGET = "forget"  # a success: reset the key's backoff
+    SOON = "soon"  # the queue's retry-soon: a short delay, bounded, then backoff
+    BACKOFF = "backoff"  # exponential backoff
+    NONE = "none"  # until the Service changes (a watch event)
+
+
+@dataclass(frozen=True)
+class Settle:
+    retry: Retry
+    warn: bool  # a Warning SyncLoadBalancerFailed (when there is a Service to attach it to)
+
+
+def settle(failure: Failure | None) -> Settle:
+    """What the worker does after a sync that ended with ``failure`` (None: success)."""
+    if failure is None:
+        return Settle(Retry.FORGET, warn=False)
+    if failure is Failure.RETRY_SOON:
+        return Settle(Retry.SOON, warn=False)
+    if failure is Failure.BUSY:
+        return Settle(Retry.SOON, warn=True)
+    if failure is Failure.INVALID:
+        return Settle(Retry.NONE, warn=True)
+    return Settle(Retry.BACKOFF, warn=True)
 
 
 class Controller:
@@ -264,25 +301,24 @@ class Controller:
                 self.queue.done(key)
 
     def _settle(self, key: str, outcome: SyncOutcome) -> None:
-        if outcome.failure is None:
+        plan = settle(outcome.failure)
+        if plan.retry is Retry.FORGET:
             self.queue.forget(key)
             return
-        if outcome.failure is Failure.RETRY_SOON:
-            delay = self.queue.retry_soon(key)
-            _log.info(
-                "sync will retry soon",
-                extra={"service": key, "error": outcome.error, "retry_in": delay},
-            )
-            return
         retry: float | None = None
-        if outcome.failure is Failure.BACKOFF:
+        if plan.retry is Retry.SOON:
+            retry = self.queue.retry_soon(key)
+        elif plan.retry is Retry.BACKOFF:
             retry = self.queue.backoff(key)
-        _log.warning(
-            "sync failed", extra={"service": key, "error": outcome.error, "retry_in": retry}
-        )
-        if outcome.service is not None:
-            event = failure_event(action=outcome.action, error=outcome.error, retry_in=retry)
-            self._recorder.record(outcome.service, event)
+        extra = {"service": key, "error": outcome.error, "retry_in": retry}
+        if not plan.warn:
+            _log.info("sync will retry soon", extra=extra)
+            return
+        _log.warning("sync failed", extra=extra)
+        if outcome.service is None or self._stopping.is_set():
+            return  # no Service to attach it to (an orphan), or our own shutdown's doing
+        event = failure_event(action=outcome.action, error=outcome.error, retry_in=retry)
+        self._recorder.record(outcome.service, event)
 
     # -- one sync -----------------------------------------------------------------------------
 

@@ -21,10 +21,11 @@ Rules:
 * **Backoff.** :meth:`Schedule.backoff` schedules a retry after ``base * 2**failures`` seconds,
   capped (5 s .. 300 s, upstream's ``minRetryDelay``/``maxRetryDelay``), and counts a failure.
   :meth:`Schedule.forget` resets the count after a success.
-* **Retry soon.** :meth:`Schedule.retry_soon` is for cloud states that clear by themselves (an
+* **Retry soon.** :meth:`Schedule.retry_soon` is for states that clear by themselves (an
   Octavia LB in PENDING_UPDATE, a 409 from the API server): a short fixed delay that does not grow
-  the backoff. Only ``soon_limit`` of them in a row; after that the key falls back to backoff, so
-  a state that never clears cannot spin every two seconds forever.
+  the backoff. Only ``soon_limit`` of them since the key's last success; after that every
+  retry-soon of the key is a backoff (growing, 5 s .. 300 s) until a success, so a state that
+  never clears cannot spin every two seconds, not even in bursts between backoffs.
 * **Delays keep the earliest time.** Two retries scheduled for one key keep the earlier one.
 
 Shutdown: :meth:`WorkQueue.shutdown` wakes every waiting worker and makes :meth:`WorkQueue.get`
@@ -50,7 +51,7 @@ class Backoff:
     base: float = 5.0
     cap: float = 300.0
     soon: float = 2.0
-    soon_limit: int = 10
+    soon_limit: int = 5  # retry-soon delays per key between two successes
 
     def delay(self, failures: int) -> float:
         """The delay after the ``failures``-th failure in a row (0-based)."""
@@ -104,12 +105,12 @@ class Schedule:
         failures = self._failures.get(key, 0)
         delay = self.backoff_policy.delay(failures)
         self._failures[key] = failures + 1
-        self._soon.pop(key, None)
         self.add_after(key, delay=delay, now=now)
         return delay
 
     def retry_soon(self, key: str, *, now: float) -> float:
-        """Schedule a short retry that does not grow the backoff (up to ``soon_limit`` in a row)."""
+        """Schedule a short retry that does not grow the backoff; past ``soon_limit`` of them
+        since the last success (:meth:`forget`), a backoff."""
         count = self._soon.get(key, 0)
         if count >= self.backoff_policy.soon_limit:
             return self.backoff(key, now=now)

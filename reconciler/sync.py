@@ -397,11 +397,18 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
 
 def failure_event(*, action: Action, error: str, retry_in: float | None) -> Event:
     """Upstream's ``Error syncing load balancer: failed to ... load balancer: <err>``, plus when
-    the next attempt is, so a user knows whether to wait or to act."""
+    the next attempt is, so a user knows whether to wait or to act.
+
+    ``<err>`` is the first line of ``error``: an engine error puts the cloud's own message there
+    (:func:`reconciler.engine_errors.describe`) and pulumi's error lines after it, for the log.
+    It is clipped so that the retry time always shows; the message stays the same from one
+    attempt to the next while the cloud says the same, so Events aggregate (a count)."""
     verb = "delete" if action is Action.CLEANUP else "ensure"
-    tail = f"; retrying in {retry_in:.0f}s" if retry_in is not None else ""
-    return Event(
-        WARNING,
-        "SyncLoadBalancerFailed",
-        _clip(f"Error syncing load balancer: failed to {verb} load balancer: {error}{tail}"),
-    )
+    head = f"Error syncing load balancer: failed to {verb} load balancer: "
+    tail = f"; retrying in {retry_in:g}s" if retry_in is not None else ""
+    lines = error.strip().splitlines()
+    said = lines[0].strip() if lines else "unknown error"
+    room = MAX_MESSAGE - len(head) - len(tail)
+    if len(said) > room:
+        said = said[: room - 3] + "..."
+    return Event(WARNING, "SyncLoadBalancerFailed", head + said + tail)
