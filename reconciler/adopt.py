@@ -23,6 +23,13 @@ reading is :mod:`reconciler.adopt_cloud`, the stack work :mod:`reconciler.engine
   Pulumi no longer fails an import whose inputs differ from the object: it imports it and then
   updates it, so this check is what keeps "adopt" from changing the cloud behind the user's back.
 
+Only a load balancer proven this cluster's is adopted (:func:`foreign_problem`, over
+:func:`reconciler.model.naming.made_by_cluster`): OCCM's name alone is no proof, since two
+clusters with the same ``--cluster-name`` in one project name theirs alike (OCCM #3102). Its
+description must be OCCM's for this cluster and, when it carries cluster identity tags
+(``kube_cluster_id_<uid>``, OCCM's PR #3103 and this controller), this cluster's must be among
+them. :func:`not_this_clusters` says why one is not; ``lb-reconciler sweep`` uses it too.
+
 The Service's own load balancer id in ``loadbalancer.openstack.org/load-balancer-id`` (OCCM
 writes it, as the controller does) is not a request to share: the plan's spec drops it, and the
 stack's ``lbr:owns-lb`` tag makes the controller's later specs agree
@@ -38,7 +45,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.engine_preview import REPLACING_OPS, PreviewOutcome, ResourceStep
-from reconciler.model.naming import SERVICE_PREFIX
+from reconciler.model.naming import (
+    CLUSTER_ID_TAG_PREFIX,
+    SERVICE_PREFIX,
+    cluster_id_tag,
+    lb_description,
+    made_by_cluster,
+)
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec, SecurityGroupRuleSpec
 from stacks.program import logical_suffix
 
@@ -47,8 +60,11 @@ __all__ = [
     "Chain",
     "Found",
     "choose_load_balancer",
+    "foreign_problem",
     "judge_preview",
+    "not_this_clusters",
     "plan_adoption",
+    "records_identity",
     "unchanged_problems",
 ]
 
@@ -126,6 +142,52 @@ def choose_load_balancer(
             ],
         )
     return (named[0], False, []) if named else (None, False, [])
+
+
+def not_this_clusters(lb: Obj, *, cluster_name: str, cluster_id: str) -> str | None:
+    """Why load balancer ``lb`` (as Octavia shows it) is not proven this cluster's by
+    :func:`reconciler.model.naming.made_by_cluster`, or None when it is. ``cluster_id``: the
+    kube-system namespace's UID, "" when it could not be read."""
+    if made_by_cluster(lb, cluster_name=cluster_name, cluster_id=cluster_id):
+        return None
+    tags = [str(t) for t in lb.get("tags") or ()]
+    identities = ", ".join(sorted(t for t in tags if t.startswith(CLUSTER_ID_TAG_PREFIX)))
+    if identities and not cluster_id:
+        return (
+            f"it carries the cluster identity tag {identities}, and this cluster's identity (the "
+            "kube-system namespace's UID) could not be read: grant get on namespaces/kube-system"
+        )
+    if identities:
+        return (
+            f"it carries another cluster's identity tag {identities} (this cluster's is "
+            f"{cluster_id_tag(cluster_id)}): another cluster with the same --cluster-name in "
+            "this project"
+        )
+    name = str(lb.get("name") or "")
+    if not name.startswith(f"{SERVICE_PREFIX}{cluster_name}_"):
+        return f"its name is not {SERVICE_PREFIX}{cluster_name}_<namespace>_<name>"
+    wanted = lb_description(cluster_name=cluster_name, namespace="<namespace>", name="<name>")
+    return (
+        f"its description {lb.get('description') or ''!r} is not OCCM's for cluster "
+        f"{cluster_name} ({wanted!r}): made by hand, by another tool or for another cluster"
+    )
+
+
+def foreign_problem(found: Found, *, cluster_name: str, cluster_id: str) -> str | None:
+    """The problem that stops the adoption of a load balancer this cluster did not make, or
+    None. A shared one (the ``load-balancer-id`` annotation names another Service's or a
+    user's load balancer) is not checked: only its listeners are adopted, never it."""
+    lb = found.load_balancer
+    if lb is None or found.shared:
+        return None
+    why = not_this_clusters(lb, cluster_name=cluster_name, cluster_id=cluster_id)
+    if why is None:
+        return None
+    return (
+        f"load balancer {lb.get('name')} ({lb.get('id')}) was not made by this cluster: {why}; "
+        "it is not adopted (a cluster adopts only its own). If it is another cluster's, give "
+        "this cluster a --cluster-name of its own; if nobody uses it, delete it by hand"
+    )
 
 
 def _family(protocol: str) -> str:
@@ -379,11 +441,38 @@ def _changes(step: ResourceStep) -> str:
     return "; ".join(parts) or ", ".join(step.replace_keys) or "(no property listed)"
 
 
+def _flat(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _adds_identity(step: ResourceStep, cluster_id: str) -> bool:
+    """Whether ``step`` only tags the load balancer with this cluster's identity (as the
+    controller tags every load balancer it serves), whatever order the diff shows tags in."""
+    if step.name != "lb" or step.op != "update" or not cluster_id or not step.changes:
+        return False
+    if any(c.path.split("[")[0] != "tags" for c in step.changes):
+        return False
+    old = {str(v) for c in step.changes for v in _flat(c.old) if v is not None}
+    new = {str(v) for c in step.changes for v in _flat(c.new) if v is not None}
+    return new - old == {cluster_id_tag(cluster_id)} and not old - new
+
+
+def records_identity(outcome: PreviewOutcome, *, cluster_id: str) -> bool:
+    """The adoption tags the load balancer with this cluster's identity (it had none)."""
+    return any(_adds_identity(step, cluster_id) for step in outcome.steps)
+
+
 def judge_preview(
-    plan: AdoptionPlan, outcome: PreviewOutcome, *, allow_updates: bool = False
+    plan: AdoptionPlan,
+    outcome: PreviewOutcome,
+    *,
+    allow_updates: bool = False,
+    cluster_id: str = "",
 ) -> list[str]:
     """The problems of an adoption's preview: a replacement or deletion, an update (unless
-    ``allow_updates``), or a planned import the program does not declare."""
+    ``allow_updates``), or a planned import the program does not declare. Tagging the load
+    balancer with this cluster's identity (``cluster_id``, when it had no such tag) is no
+    update to refuse: it is what marks the load balancer this cluster's from now on."""
     problems = []
     imported: set[str] = set()
     replaced: dict[str, str] = {}  # delete-before-replace: three steps, one message
@@ -398,7 +487,7 @@ def judge_preview(
                 replaced[step.name] = f"{where} would be replaced: {_changes(step)}"
         elif step.op in ("delete", "discard"):
             problems.append(f"{where} would be deleted")
-        elif step.op == "update" and not allow_updates:
+        elif step.op == "update" and not allow_updates and not _adds_identity(step, cluster_id):
             problems.append(
                 f"{where} differs from the Service and would be updated: {_changes(step)}; "
                 "change the Service to match, or pass --allow-updates"

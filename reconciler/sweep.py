@@ -10,6 +10,13 @@ for this cluster (namespace and name are DNS labels, so the rest of the name mus
 ``_``-free parts; a longer cluster name sharing the prefix does not match), referenced by no stack
 (neither as its own nor as the shared one it uses). They are left alone, and said why, when:
 
+* it is not proven this cluster's (:func:`reconciler.adopt.not_this_clusters` says why): the name
+  alone is no proof, since two clusters with the same ``--cluster-name`` in one project name
+  theirs alike (OCCM #3102). Its description must be OCCM's for this cluster and, when it carries
+  cluster identity tags (``kube_cluster_id_<uid>``), this cluster's (``cluster_id``, the
+  kube-system namespace's UID) must be among them; without a known ``cluster_id`` no tagged one
+  is swept. Checked first: "adopt it" would be wrong advice for another cluster's;
+
 * a stack of that Service exists but has recorded no load balancer: an ``up`` of it may be
   running or have been interrupted (its next ``up`` imports the load balancer); a stack that has
   recorded *another* load balancer makes this one a leaked duplicate, which is deleted;
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from reconciler.adopt import not_this_clusters
 from reconciler.engine_plan import StackInfo, parse_time
 from reconciler.housekeeping import is_orphan
 from reconciler.model.naming import SERVICE_PREFIX
@@ -87,8 +95,10 @@ def plan_sweep(
     settings: ControllerSettings,
     now: datetime,
     min_age: float,
+    cluster_id: str = "",
 ) -> SweepPlan:
-    """Orphans both ways (see the module's text); ``services`` is keyed ``namespace/name``."""
+    """Orphans both ways (see the module's text); ``services`` is keyed ``namespace/name``;
+    ``cluster_id`` is this cluster's identity (the kube-system UID), "" when unknown."""
     orphan_stacks: list[StackInfo] = []
     kept: list[Kept] = []
     for info in stacks:
@@ -108,7 +118,12 @@ def plan_sweep(
             continue
         key = f"{parsed[0]}/{parsed[1]}"
         service = services.get(key)
-        reason = _keep_reason(lb, key, service, recorded, settings, now=now, min_age=min_age)
+        foreign = not_this_clusters(lb, cluster_name=settings.cluster_name, cluster_id=cluster_id)
+        reason = (
+            f"not made by this cluster: {foreign}"
+            if foreign is not None
+            else _keep_reason(lb, key, service, recorded, settings, now=now, min_age=min_age)
+        )
         if reason is not None:
             kept.append(Kept("loadbalancer", name, key, reason, lb_id))
             continue

@@ -15,8 +15,11 @@ from reconciler.adopt import (
     Chain,
     Found,
     choose_load_balancer,
+    foreign_problem,
     judge_preview,
+    not_this_clusters,
     plan_adoption,
+    records_identity,
     unchanged_problems,
 )
 from reconciler.adopt_report import ServiceResult, exit_code, render_json, render_text
@@ -202,6 +205,73 @@ def test_a_shared_load_balancer_adopts_only_the_services_listeners() -> None:
     assert any("only its listeners are adopted" in n for n in plan.notes)
 
 
+OCCM_DESCRIPTION = "Kubernetes external service default/example-service from cluster kubernetes"
+OURS, THEIRS = "6f1c0d2e-0000-4000-8000-00000000a001", "9b7e5a44-0000-4000-8000-00000000b002"
+
+
+@pytest.mark.parametrize(
+    ("extra", "cluster_id", "reason"),
+    [
+        ({}, OURS, None),  # OCCM before its PR #3103: no identity tag
+        ({"tags": [LB, f"kube_cluster_id_{OURS}"]}, OURS, None),
+        (
+            {"tags": [LB, f"kube_cluster_id_{THEIRS}"]},
+            OURS,
+            f"it carries another cluster's identity tag kube_cluster_id_{THEIRS} (this "
+            f"cluster's is kube_cluster_id_{OURS}): another cluster with the same "
+            "--cluster-name in this project",
+        ),
+        (
+            {"tags": [f"kube_cluster_id_{OURS}"]},
+            "",
+            f"it carries the cluster identity tag kube_cluster_id_{OURS}, and this cluster's "
+            "identity (the kube-system namespace's UID) could not be read: grant get on "
+            "namespaces/kube-system",
+        ),
+        (
+            {"description": "made by hand"},
+            OURS,
+            "its description 'made by hand' is not OCCM's for cluster kubernetes ('Kubernetes "
+            "external service <namespace>/<name> from cluster kubernetes'): made by hand, by "
+            "another tool or for another cluster",
+        ),
+        (
+            {"name": "kube_service_stage_default_example-service"},
+            OURS,
+            "its name is not kube_service_kubernetes_<namespace>_<name>",
+        ),
+    ],
+)
+def test_why_a_load_balancer_is_not_this_clusters(
+    extra: dict[str, Any], cluster_id: str, reason: str | None
+) -> None:
+    found = lb(**{"description": OCCM_DESCRIPTION, **extra})
+    assert not_this_clusters(found, cluster_name="kubernetes", cluster_id=cluster_id) == reason
+
+
+def test_another_clusters_load_balancer_is_refused() -> None:
+    """Issue 13, across clusters (OCCM #3102): the same --cluster-name in one project names
+    both clusters' load balancers alike; the identity tag says whose it is."""
+    theirs = lb(description=OCCM_DESCRIPTION, tags=[LB, f"kube_cluster_id_{THEIRS}"])
+    found = Found(theirs, chains=(chain(),), floating_ips=(fip(),))
+    problem = foreign_problem(found, cluster_name="kubernetes", cluster_id=OURS)
+    assert problem is not None
+    assert problem.startswith(f"load balancer {LB} (lb-1) was not made by this cluster: ")
+    assert f"another cluster's identity tag kube_cluster_id_{THEIRS}" in problem
+    assert "give this cluster a --cluster-name of its own" in problem
+    ours = Found(lb(description=OCCM_DESCRIPTION, tags=[LB, f"kube_cluster_id_{OURS}"]))
+    assert foreign_problem(ours, cluster_name="kubernetes", cluster_id=OURS) is None
+    assert foreign_problem(Found(None), cluster_name="kubernetes", cluster_id=OURS) is None
+
+
+def test_a_shared_load_balancer_is_not_checked_for_its_maker() -> None:
+    """Only the Service's listeners are adopted on it: a user's own load balancer reached
+    through load-balancer-id is shared this way, as with OCCM."""
+    users = lb(UUID2, name="users-own-lb", description="", tags=[f"kube_cluster_id_{THEIRS}"])
+    found = Found(users, shared=True)
+    assert foreign_problem(found, cluster_name="kubernetes", cluster_id=OURS) is None
+
+
 def test_a_load_balancer_that_is_not_active_is_refused() -> None:
     plan = plan_adoption(spec(), Found(lb(provisioning_status="PENDING_UPDATE")))
     assert "is PENDING_UPDATE; wait until it is ACTIVE" in plan.problems[0]
@@ -308,6 +378,38 @@ def test_judge_preview() -> None:
     missing = PreviewOutcome({}, tuple(s for s in imports if s.name != "fip"))
     (problem,) = judge_preview(plan, missing)
     assert problem.startswith("fip (floating IP 203.0.113.5) was found but the stack does not")
+
+
+def test_tagging_the_load_balancer_with_this_clusters_identity_is_no_update_to_refuse() -> None:
+    """OCCM before its PR #3103 tagged no identity; adopting the load balancer tags it with this
+    cluster's (as the controller tags all it serves), so a later sweep can tell it is ours.
+    Nothing else passes: another tag, another cluster's identity, or a removed tag."""
+    plan = plan_adoption(spec(), Found(lb(), chains=(chain(),), floating_ips=(fip(),)))
+    imports = [step(n, "import") for n in plan.imports]
+    ours = f"kube_cluster_id_{OURS}"
+
+    def tagged(*changes: PropertyChange) -> PreviewOutcome:
+        return PreviewOutcome({}, (*imports, step("lb", "update", *changes)))
+
+    added = tagged(PropertyChange("tags[1]", "add", None, ours))
+    assert judge_preview(plan, added, cluster_id=OURS) == []
+    assert records_identity(added, cluster_id=OURS)
+    # the diff may show the set of tags reordered
+    reordered = tagged(
+        PropertyChange("tags[0]", "update", LB, ours), PropertyChange("tags[1]", "add", None, LB)
+    )
+    assert judge_preview(plan, reordered, cluster_id=OURS) == []
+    whole = tagged(PropertyChange("tags", "update", [LB], [LB, ours]))
+    assert judge_preview(plan, whole, cluster_id=OURS) == []
+    for refused in (
+        tagged(PropertyChange("tags[1]", "add", None, f"kube_cluster_id_{THEIRS}")),
+        tagged(PropertyChange("tags[0]", "update", LB, ours)),  # drops the name tag
+        tagged(PropertyChange("tags[1]", "add", None, ours), PropertyChange("name", "update")),
+    ):
+        assert judge_preview(plan, refused, cluster_id=OURS) != []
+        assert not records_identity(refused, cluster_id=OURS)
+    assert judge_preview(plan, added) != []  # this cluster's identity unknown: an update
+    assert judge_preview(plan, added, cluster_id=OURS, allow_updates=True) == []
 
 
 def test_unchanged_problems() -> None:

@@ -38,11 +38,16 @@ def svc(name: str, *, type_: str = "LoadBalancer", cls: str | None = None) -> di
     return {"metadata": meta, "spec": spec}
 
 
-def lb(name: str, ident: str, *, age: float = 3600, status: str = "ACTIVE") -> dict[str, Any]:
+def lb(
+    name: str, ident: str, *, age: float = 3600, status: str = "ACTIVE", tags: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """As OCCM (or this controller) makes one for Service default/<name> of cluster prod."""
     created = (NOW - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%S")  # Octavia: no zone
     return {
         "id": ident,
         "name": f"kube_service_prod_default_{name}",
+        "description": f"Kubernetes external service default/{name} from cluster prod",
+        "tags": [f"kube_service_prod_default_{name}", *tags],
         "created_at": created,
         "provisioning_status": status,
         "vip_address": "10.0.0.5",
@@ -50,7 +55,13 @@ def lb(name: str, ident: str, *, age: float = 3600, status: str = "ACTIVE") -> d
     }
 
 
-def plan(stacks: list[StackInfo], services: list[dict[str, Any]], lbs: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+def plan(  # type: ignore[no-untyped-def]
+    stacks: list[StackInfo],
+    services: list[dict[str, Any]],
+    lbs: list[dict[str, Any]],
+    *,
+    cluster_id: str = "",
+):
     return plan_sweep(
         stacks=stacks,
         services={f"default/{s['metadata']['name']}": s for s in services},
@@ -58,6 +69,7 @@ def plan(stacks: list[StackInfo], services: list[dict[str, Any]], lbs: list[dict
         settings=SETTINGS,
         now=NOW,
         min_age=600,
+        cluster_id=cluster_id,
     )
 
 
@@ -114,5 +126,71 @@ def test_a_shared_lb_in_use_is_not_an_orphan() -> None:
     user = stack("api", lb_id="lb-shared")
     user = StackInfo(**{**user.__dict__, "owns_lb": None, "shared": True})
     result = plan([user], [svc("api")], [lb("released-owner", "lb-shared")])
+    assert result.empty
+    assert result.kept == ()
+
+
+OURS, THEIRS = "6f1c0d2e-0000-4000-8000-00000000a001", "9b7e5a44-0000-4000-8000-00000000b002"
+
+
+def test_only_load_balancers_proven_this_clusters_are_swept() -> None:
+    """Issue 13, across clusters (OCCM #3102): two clusters named "prod" in one project name
+    their load balancers alike; only the identity tag (the kube-system UID, OCCM's PR #3103)
+    and OCCM's description tell them apart. Nothing named for this cluster that fails the
+    proof is deleted, and each is listed as kept with the reason."""
+    lbs = [
+        lb("gone", "lb-untagged"),  # OCCM before #3103: no identity tag, its description is ours
+        lb("gone", "lb-ours", tags=(f"kube_cluster_id_{OURS}",)),  # the same name, ours
+        lb("gone", "lb-theirs", tags=(f"kube_cluster_id_{THEIRS}",)),  # the same name, theirs
+        {**lb("gone", "lb-by-hand"), "description": "my test load balancer"},
+        {
+            **lb("gone", "lb-other-desc"),
+            "description": "Kubernetes external service default/gone from cluster stage",
+        },
+    ]
+    result = plan([], [], lbs, cluster_id=OURS)
+    assert [o.lb_id for o in result.load_balancers] == ["lb-untagged", "lb-ours"]
+    kept = {k.ident: k.reason for k in result.kept}
+    assert set(kept) == {"lb-theirs", "lb-by-hand", "lb-other-desc"}
+    assert kept["lb-theirs"] == (
+        f"not made by this cluster: it carries another cluster's identity tag "
+        f"kube_cluster_id_{THEIRS} (this cluster's is kube_cluster_id_{OURS}): another cluster "
+        "with the same --cluster-name in this project"
+    )
+    assert (
+        "its description 'my test load balancer' is not OCCM's for cluster prod"
+        in (kept["lb-by-hand"])
+    )
+    assert "is not OCCM's for cluster prod" in kept["lb-other-desc"]
+    assert all(k.kind == "loadbalancer" and k.service == "default/gone" for k in result.kept)
+
+
+def test_without_this_clusters_identity_no_tagged_load_balancer_is_swept() -> None:
+    """The kube-system UID could not be read: an identity tag, even ours, is no proof."""
+    lbs = [lb("gone", "lb-untagged"), lb("gone", "lb-ours", tags=(f"kube_cluster_id_{OURS}",))]
+    result = plan([], [], lbs, cluster_id="")
+    assert [o.lb_id for o in result.load_balancers] == ["lb-untagged"]
+    (kept,) = result.kept
+    assert kept.ident == "lb-ours"
+    assert f"carries the cluster identity tag kube_cluster_id_{OURS}" in kept.reason
+    assert "this cluster's identity (the kube-system namespace's UID) could not be read" in (
+        kept.reason
+    )
+
+
+def test_another_clusters_load_balancer_is_kept_for_that_reason_first() -> None:
+    """Its Service exists here too (the other cluster has the same namespace and name): the
+    reason is that it is not ours, not "adopt it", which would be wrong advice."""
+    theirs = lb("web", "lb-theirs", tags=(f"kube_cluster_id_{THEIRS}",))
+    result = plan([], [svc("web")], [theirs], cluster_id=OURS)
+    (kept,) = result.kept
+    assert kept.reason.startswith("not made by this cluster: it carries another cluster's")
+    assert "adopt" not in kept.reason
+
+
+def test_a_stacks_own_load_balancer_is_never_listed() -> None:
+    """Referenced by a stack: neither orphan nor kept, whatever its tags say."""
+    theirs = lb("web", "lb-web", tags=(f"kube_cluster_id_{THEIRS}",))
+    result = plan([stack("web", lb_id="lb-web")], [svc("web")], [theirs], cluster_id=OURS)
     assert result.empty
     assert result.kept == ()
