@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 
 if TYPE_CHECKING:
     from reconciler.engine import Engine
+    from reconciler.kubeio import KubeApi
     from reconciler.sync import ControllerSettings
 
 __all__ = [
@@ -27,10 +29,12 @@ __all__ = [
     "add_class_options",
     "add_kube_options",
     "add_stack_options",
+    "cluster_id",
     "controller_settings",
     "list_cluster",
     "load_cloud_config",
     "open_engine",
+    "require_cluster_name",
 ]
 
 EXIT_OK, EXIT_INVALID, EXIT_CHANGES = 0, 1, 2
@@ -42,6 +46,21 @@ class CommandError(Exception):
     def __init__(self, message: str, *, code: int = EXIT_INVALID) -> None:
         super().__init__(message)
         self.code = code
+
+
+class _Given(argparse.Action):
+    """Stores the value and records that the flag was on the command line (``<dest>_given``),
+    so that a default can be told from an explicit value equal to it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
 
 
 def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True) -> None:
@@ -68,8 +87,26 @@ def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True
     p.add_argument(
         "--cluster-name",
         default="kubernetes",
-        help="the controller's --cluster-name (default: %(default)s)",
+        action=_Given,
+        help="the controller's --cluster-name (default: %(default)s; what deletes or takes "
+        "over load balancers needs it given explicitly)",
     )
+    p.set_defaults(cluster_name_given=False)
+
+
+def require_cluster_name(args: argparse.Namespace, *, flag: str) -> None:
+    """``flag`` deletes or takes over load balancers by their OCCM names, which hold the
+    cluster's name: it must be given, not defaulted (issue 13; OCCM #3102)."""
+    if not getattr(args, "cluster_name_given", False):
+        raise CommandError(
+            f"{flag} needs --cluster-name given explicitly (the controller's, which is OCCM's "
+            'after a move from OCCM): the default "kubernetes" is the name of every cluster '
+            "that kept it, and two clusters with the same name in one project name their load "
+            "balancers alike (OCCM issue #3102); run without "
+            f"{flag} to see what it would do"
+        )
+    if not args.cluster_name:
+        raise CommandError("--cluster-name must not be empty: load balancer names hold it")
 
 
 def add_kube_options(p: argparse.ArgumentParser) -> None:
@@ -101,16 +138,43 @@ def controller_settings(args: argparse.Namespace) -> ControllerSettings:
     )
 
 
-def list_cluster(args: argparse.Namespace, path: str) -> list[dict[str, Any]]:
-    """The items of one list call (``/api/v1/services``) with ``--kubeconfig``."""
+def _kube(args: argparse.Namespace) -> KubeApi:
     from reconciler.kube import api_client
-    from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
+    from reconciler.kubeio import KubeApi
 
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        kube = KubeApi(api_client=api_client(kubeconfig=Path(kubeconfig) if kubeconfig else None))
+        return KubeApi(api_client=api_client(kubeconfig=Path(kubeconfig) if kubeconfig else None))
     except Exception as exc:  # the kubernetes client raises its own ConfigException types
         raise CommandError(f"--kubeconfig: cannot reach a cluster: {exc}") from None
+
+
+def cluster_id(args: argparse.Namespace) -> str:
+    """The cluster's identity as the controller reads it (:func:`reconciler.runner.
+    cluster_identity`: the kube-system namespace's UID, OCCM's ``kube_cluster_id_`` tag) with
+    ``--kubeconfig``; "" when it cannot be read (then no load balancer carrying an identity tag
+    is proven this cluster's: said on stderr)."""
+    from reconciler.runner import cluster_identity
+
+    kube = _kube(args)
+    try:
+        uid = cluster_identity(kube)
+    finally:
+        kube.close()
+    if not uid:
+        print(
+            "note: this cluster's identity (the kube-system namespace's UID) could not be read; "
+            "load balancers tagged kube_cluster_id_<uid> are not taken for this cluster's",
+            file=sys.stderr,
+        )
+    return uid
+
+
+def list_cluster(args: argparse.Namespace, path: str) -> list[dict[str, Any]]:
+    """The items of one list call (``/api/v1/services``) with ``--kubeconfig``."""
+    from reconciler.kubeio import KubeError, KubeUnavailableError
+
+    kube = _kube(args)
     try:
         items: list[dict[str, Any]] = kube.list(path).get("items") or []
     except (KubeError, KubeUnavailableError) as exc:
@@ -136,10 +200,16 @@ def load_cloud_config(path: str | None) -> CloudConfig:
 
 
 def open_engine(
-    args: argparse.Namespace, config: CloudConfig | None = None, *, decrypts: bool = True
+    args: argparse.Namespace,
+    config: CloudConfig | None = None,
+    *,
+    decrypts: bool = True,
+    cluster_id: str = "",
 ) -> Engine:
     """The stack engine for these flags (the toolchain is found or built here). ``decrypts``:
-    the command opens stacks, so it needs the controller's passphrase."""
+    the command opens stacks, so it needs the controller's passphrase. ``cluster_id``: the
+    cluster's identity (:func:`cluster_id`), recorded on the stacks it makes and tagged on
+    their load balancers, as the controller does."""
     from reconciler.engine import Engine, EngineSettings
     from reconciler.toolchain import ToolchainError, find_toolchain
 
@@ -161,5 +231,6 @@ def open_engine(
         toolchain=toolchain,
         backend_url=args.backend_url,
         passphrase=Secret(passphrase or ""),
+        cluster_id=cluster_id,
     )
     return Engine(settings=settings)

@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.adopt import judge_preview, plan_adoption, unchanged_problems
+from reconciler.adopt import (
+    foreign_problem,
+    judge_preview,
+    plan_adoption,
+    records_identity,
+    unchanged_problems,
+)
 from reconciler.adopt_cloud import find_occm_objects
 from reconciler.adopt_report import ServiceResult, exit_code, render_json, render_text
 from reconciler.cli_common import (
@@ -21,10 +27,12 @@ from reconciler.cli_common import (
     add_class_options,
     add_kube_options,
     add_stack_options,
+    cluster_id,
     controller_settings,
     list_cluster,
     load_cloud_config,
     open_engine,
+    require_cluster_name,
 )
 from reconciler.config import CloudConfig
 from reconciler.engine import Engine, ServiceStack
@@ -33,6 +41,7 @@ from reconciler.engine_errors import EngineError
 from reconciler.engine_plan import StackInfo
 from reconciler.engine_preview import PreviewOutcome
 from reconciler.model import build_spec, wants_load_balancer
+from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
 from reconciler.openstack_rest import OpenStackRest, OpenStackRestError
 from reconciler.sync import ControllerSettings
@@ -56,9 +65,15 @@ differs from what OCCM made (another lb-method, a Node added since), and "adopt"
 nothing behind your back. --apply imports, then shows that a preview of the Service has no
 change; the controller's next sync skips the stack. A failed import is undone.
 
+Only a load balancer this cluster made is adopted: its description is OCCM's for
+--cluster-name and, when it carries cluster identity tags (kube_cluster_id_<uid>), this
+cluster's (the kube-system namespace's UID) is among them. Another cluster's with the same name
+(two clusters with the same --cluster-name in one project) is refused, with the reason.
+
 Use the controller's flags: --cloud-config, --cluster-name (OCCM's --cluster-name, default
-"kubernetes"), --state-dir or --backend-url, --load-balancer-class. PULUMI_CONFIG_PASSPHRASE
-must be the controller's. Stop OCCM's service controller first.
+"kubernetes"; --apply needs it given explicitly), --state-dir or --backend-url,
+--load-balancer-class. PULUMI_CONFIG_PASSPHRASE must be the controller's. Stop OCCM's service
+controller first.
 
 exit codes: 0 adopted (or nothing to adopt), 2 dry run found Services to adopt, 1 a Service was
 refused, invalid, or failed.
@@ -103,6 +118,7 @@ class _Run:
     stacks: Mapping[str, StackInfo]
     apply: bool
     allow_updates: bool
+    cluster_id: str = ""  # the kube-system namespace's UID, "" when it could not be read
 
 
 def _key(service: Mapping[str, Any]) -> str:
@@ -149,9 +165,13 @@ def _services(
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
+    if args.apply:
+        require_cluster_name(args, flag="--apply")
     config = load_cloud_config(args.cloud_config)
     settings = controller_settings(args)
-    engine = open_engine(args, config)
+    # as the controller: the adopted stacks record it and their load balancers keep its tag
+    identity = cluster_id(args)
+    engine = open_engine(args, config, cluster_id=identity)
     with progress("listing Services, Nodes and stacks"):
         services, results = _services(args, settings)
         nodes = list_cluster(args, "/api/v1/nodes") if services else []
@@ -160,7 +180,15 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         except EngineError as exc:
             raise CommandError(str(exc)) from None
     run = _Run(
-        engine, engine.rest(), config, settings, nodes, stacks, args.apply, args.allow_updates
+        engine,
+        engine.rest(),
+        config,
+        settings,
+        nodes,
+        stacks,
+        args.apply,
+        args.allow_updates,
+        cluster_id=identity,
     )
     for svc in services:
         results.append(_adopt_one(run, svc))
@@ -196,7 +224,10 @@ def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
     result.lb_name = str(found.load_balancer.get("name")) if found.load_balancer else None
     result.imports, result.described = dict(plan.imports), dict(plan.described)
     result.notes = list(plan.notes)
-    result.problems = [*problems, *plan.problems]
+    foreign = foreign_problem(
+        found, cluster_name=run.settings.cluster_name, cluster_id=run.cluster_id
+    )
+    result.problems = [*problems, *([foreign] if foreign else []), *plan.problems]
     if not plan.found and not result.problems:
         result.notes.append(f"no load balancer named {spec.name}: the controller makes one")
         return result
@@ -210,7 +241,15 @@ def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
         result.status, result.problems = "refused", [f"the preview failed: {exc}"]
         return result
     _show_preview(result, outcome)
-    result.problems = judge_preview(plan, outcome, allow_updates=run.allow_updates)
+    result.problems = judge_preview(
+        plan, outcome, allow_updates=run.allow_updates, cluster_id=run.cluster_id
+    )
+    if records_identity(outcome, cluster_id=run.cluster_id):
+        result.notes.append(
+            f"the load balancer is tagged {cluster_id_tag(run.cluster_id)}, this cluster's "
+            "identity (the kube-system namespace's UID), as every one the controller serves: "
+            "so another cluster with the same --cluster-name can tell it is not theirs"
+        )
     if result.problems:
         result.status = "refused"
         return result

@@ -17,10 +17,12 @@ from reconciler.cli_common import (
     add_class_options,
     add_kube_options,
     add_stack_options,
+    cluster_id,
     controller_settings,
     list_cluster,
     load_cloud_config,
     open_engine,
+    require_cluster_name,
 )
 from reconciler.engine_errors import EngineError
 from reconciler.openstack_rest import OpenStackRestError
@@ -35,8 +37,13 @@ Find what no controller will clean up, both ways:
     none of our load balancers and holds none of our finalizers;
   load balancers named kube_service_<cluster>_<ns>_<name> without a stack: leaked by a crash,
     or left by OCCM for a Service that is gone.
-A load balancer whose Service still exists is never deleted (adopt it, or leave it to whoever
-serves it), nor one younger than --min-age or PENDING_*. Without --delete nothing is changed.
+A load balancer is swept only when it is proven this cluster's: its description is OCCM's for
+--cluster-name and, when it carries cluster identity tags (kube_cluster_id_<uid>), this
+cluster's (the kube-system namespace's UID) is among them; the name alone is no proof, since
+two clusters with the same --cluster-name in one project name theirs alike. A load balancer
+whose Service still exists is never deleted (adopt it, or leave it to whoever serves it), nor
+one younger than --min-age or PENDING_*. Each one left alone is listed with the reason.
+Without --delete nothing is changed; --delete needs --cluster-name given explicitly.
 
 The same flags as `lb-reconciler run` say which stacks, cluster and cloud; the Services are
 read with --kubeconfig. PULUMI_CONFIG_PASSPHRASE is needed for --delete (destroying a stack).
@@ -72,6 +79,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.delete:
+        require_cluster_name(args, flag="--delete")
     config = load_cloud_config(args.cloud_config)
     engine = open_engine(args, config, decrypts=args.delete)
     settings = controller_settings(args)
@@ -86,6 +95,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             lbs = rest.load_balancers()
     except (EngineError, OpenStackRestError) as exc:
         raise CommandError(str(exc)) from None
+    identity = cluster_id(args)  # after the listing: a cluster that cannot be reached failed it
     plan = plan_sweep(
         stacks=stacks,
         services=services,
@@ -93,6 +103,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         settings=settings,
         now=datetime.now(tz=UTC),
         min_age=args.min_age,
+        cluster_id=identity,
     )
     failures: list[str] = []
     deleted: list[str] = []
@@ -113,7 +124,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 failures.append(f"load balancer {lb.name} ({lb.lb_id}): {exc}")
     out: Any = sys.stdout
     if args.output == "json":
-        out.write(_json(plan, deleted, failures))
+        out.write(_json(plan, deleted, failures, cluster_id=identity))
     else:
         out.write(_text(plan, deleted, failures, delete=args.delete, style=Style(out)))
     if failures:
@@ -123,8 +134,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_CHANGES
 
 
-def _json(plan: SweepPlan, deleted: list[str], failures: list[str]) -> str:
+def _json(plan: SweepPlan, deleted: list[str], failures: list[str], *, cluster_id: str) -> str:
     body = {
+        "clusterId": cluster_id or None,
         "stacks": [
             {"stack": i.stack, "service": i.key, "lbId": i.lb_id, "deleted": i.stack in deleted}
             for i in plan.stacks

@@ -4,7 +4,8 @@ kube-apiserver and the emulator, then the real controller on the adopted stacks.
 Two Services as OCCM leaves them (its load balancer made the OCCM way with openstacksdk, the
 ``load-balancer-id`` annotation, the finalizer, the status with the floating IP): ``web``
 matches its Service, ``legacy`` has another lb-method than the Service asks for. The dry run
-shows the imports, refuses ``legacy`` and changes nothing; ``--apply`` adopts ``web`` (and
+shows the imports (and the cluster identity tag the load balancers get), refuses ``legacy`` and
+changes nothing; ``--apply`` adopts ``web`` (and
 ``legacy`` with ``--allow-updates``); the controller then syncs both without changing the
 cloud (same load balancers, floating IPs, listeners), and deleting the Services deletes them.
 """
@@ -31,7 +32,7 @@ from reconciler.engine import Engine, EngineSettings
 from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi, KubeError
 from reconciler.localplane import LocalControlPlane
-from reconciler.model import FINALIZER, build_spec
+from reconciler.model import FINALIZER, build_spec, naming
 from reconciler.queue import Backoff
 from reconciler.sync import ID_ANNOTATION, ControllerSettings
 from reconciler.toolchain import Toolchain
@@ -164,7 +165,12 @@ def test_adopt_command_then_the_controller(
             "fip": made["web"].fip_id,
             "fip-association": made["web"].fip_id,
         }
-        assert web["preview"] == {"import": 6}
+        # OCCM's load balancer had no cluster identity tag: adopting it adds this cluster's
+        identity = naming.cluster_id_tag(
+            kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
+        )
+        assert web["preview"] == {"import": 6, "update": 1}
+        assert web["updates"] == [f"lb: tags[1] None -> '{identity}'"]
         assert occm.snapshot(cloud.inventory()) == before
         assert engine.stacks() == []
 

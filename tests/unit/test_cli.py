@@ -85,3 +85,48 @@ def test_run_rejects_a_bad_worker_count(capsys: pytest.CaptureFixture[str]) -> N
         main(["run", "--cloud-config", "x", "--workers", "0"])
     assert done.value.code == 2
     assert "--workers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sweep", "--cloud-config", "missing.conf", "--delete"],
+        ["adopt", "--cloud-config", "missing.conf", "--apply"],
+    ],
+)
+def test_what_deletes_or_takes_over_needs_an_explicit_cluster_name(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13, across clusters: the default name "kubernetes" is every cluster's that kept
+    it, and two clusters with one name in one project see each other's load balancers as their
+    own (OCCM #3102). Refused before anything is read."""
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    flag = argv[-1]
+    assert err.startswith(f"error: {flag} needs --cluster-name given explicitly")
+    assert 'the default "kubernetes"' in err
+    assert "missing.conf" not in err  # nothing was read before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sweep", "--cloud-config", "missing.conf"],  # read-only: the default is fine
+        ["adopt", "--cloud-config", "missing.conf"],
+        ["sweep", "--cloud-config", "missing.conf", "--delete", "--cluster-name", "kubernetes"],
+        ["adopt", "--cloud-config", "missing.conf", "--apply", "--cluster-name=prod"],
+    ],
+)
+def test_an_explicit_cluster_name_or_a_read_only_run_goes_on(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--cluster-name" not in err
+    assert err.startswith("error: --cloud-config missing.conf")  # the next thing it checks
+
+
+def test_an_empty_cluster_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--cloud-config", "missing.conf", "--delete", "--cluster-name", ""]
+    assert main(argv) == 1
+    assert "--cluster-name must not be empty" in capsys.readouterr().err

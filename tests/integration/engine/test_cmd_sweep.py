@@ -5,6 +5,10 @@ a stack whose Service is gone, a load balancer named for a gone Service of this 
 floating IP OCCM would give it), one named for the existing Service without a stack (OCCM's, to
 adopt), and one of another cluster. The dry run lists exactly the two orphans and changes
 nothing; ``--delete`` removes them (the floating IP too) and a second sweep finds nothing.
+
+Across clusters (issue 13, OCCM #3102): two clusters named alike in one project make load
+balancers with the same OCCM names; only those proven this cluster's (OCCM's description, and
+this cluster's identity tag when there is one) are swept.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from reconciler.kube import api_client
 from reconciler.kubeio import KubeApi
 from reconciler.localplane import LocalControlPlane
 from reconciler.model import naming
+from tests import occm
 from tests.emulated import cloud_conf_text
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
 from tests.integration.engine.test_engine_cases import sdk
@@ -54,8 +59,17 @@ def sweep(env: Env, plane: LocalControlPlane, capsys: pytest.CaptureFixture[str]
     return code, out, err
 
 
-def lb_named(conn: Any, env: Env, name: str) -> Any:
-    return conn.load_balancer.create_load_balancer(name=name, vip_subnet_id=env.topo["subnet_id"])
+def lb_named(conn: Any, env: Env, name: str, description: str = "") -> Any:
+    return conn.load_balancer.create_load_balancer(
+        name=name, description=description, vip_subnet_id=env.topo["subnet_id"]
+    )
+
+
+def occm_lb(conn: Any, env: Env, namespace: str, name: str) -> Any:
+    """Named and described as OCCM does for a Service of this cluster."""
+    lb_name = naming.lb_name(cluster_name=CLUSTER, namespace=namespace, name=name)
+    description = naming.lb_description(cluster_name=CLUSTER, namespace=namespace, name=name)
+    return lb_named(conn, env, lb_name, description)
 
 
 def test_sweep_lists_then_deletes_orphans_both_ways(
@@ -86,8 +100,7 @@ def test_sweep_lists_then_deletes_orphans_both_ways(
         live_stack.ensure(spec_for(live, config))
         gone_lb_of_stack = gone_stack.ensure(spec_for(gone, config)).outputs["lb_id"]
 
-        leaked_name = naming.lb_name(cluster_name=CLUSTER, namespace=NS, name="deleted-long-ago")
-        leaked = lb_named(conn, env, leaked_name)
+        leaked = occm_lb(conn, env, NS, "deleted-long-ago")
         made.append(leaked.id)
         fip = conn.network.create_ip(
             floating_network_id=env.topo["external_network_id"],
@@ -97,14 +110,10 @@ def test_sweep_lists_then_deletes_orphans_both_ways(
             ),
         )
         # OCCM's, for a Service deleted while OCCM was not running
-        occm_gone = lb_named(
-            conn, env, naming.lb_name(cluster_name=CLUSTER, namespace="other-ns", name="web")
-        )
+        occm_gone = occm_lb(conn, env, "other-ns", "web")
         made.append(occm_gone.id)
         # OCCM's, for a Service that exists: to adopt, never to sweep
-        adoptable = lb_named(
-            conn, env, naming.lb_name(cluster_name=CLUSTER, namespace=NS, name="occm-web")
-        )
+        adoptable = occm_lb(conn, env, NS, "occm-web")
         made.append(adoptable.id)
         foreign = lb_named(conn, env, f"kube_service_{CLUSTER}_eu_{NS}_web")  # cluster itest_eu
         made.append(foreign.id)
@@ -153,3 +162,85 @@ def test_sweep_lists_then_deletes_orphans_both_ways(
         for ip in conn.network.ips():
             if "deleted-long-ago" in (ip.description or ""):
                 conn.network.delete_ip(ip)
+
+
+def test_sweep_deletes_only_load_balancers_proven_this_clusters(
+    env: Env,
+    control_plane: LocalControlPlane,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 13, across clusters: another cluster with the same --cluster-name ("itest") in
+    this project has Service ids-test/web, which this cluster does not have. Its load balancer
+    has the very name of one this cluster leaked; only the identity tag (kube_cluster_id_ + the
+    kube-system UID) tells them apart. A third with the name but not OCCM's description was
+    made by hand. ``--delete`` deletes this cluster's (and its floating IP) and keeps the others,
+    each with the reason."""
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+    try:
+        ours_id = kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
+    finally:
+        kube.close()
+    theirs_id = "0d7e9c1a-5b8f-4e0b-9a3c-2f4d6e8a0b1c"
+    conn = sdk(env)
+    made: list[occm.OccmLoadBalancer] = []
+    by_hand = None
+    try:
+        for identity in (ours_id, theirs_id):
+            lb = occm.make(
+                conn,
+                env.topo,
+                cluster=CLUSTER,
+                namespace="ids-test",
+                name="web",
+                ports=[],
+                nodes=[],
+            )
+            made.append(lb)
+            conn.load_balancer.update_load_balancer(
+                lb.lb_id, tags=[lb.name, naming.cluster_id_tag(identity)]
+            )
+            occm.wait_active(conn, lb.lb_id)
+        ours, theirs = made
+        assert ours.name == theirs.name == "kube_service_itest_ids-test_web"
+        by_hand = lb_named(conn, env, ours.name, "my own load balancer")
+        occm.wait_active(conn, by_hand.id)
+
+        code, out, _ = sweep(env, control_plane, capsys, "--output", "json")
+        assert code == 2, out
+        found = json.loads(out)
+        assert found["clusterId"] == ours_id
+        assert [lb["id"] for lb in found["loadBalancers"]] == [ours.lb_id]
+        kept = {k["id"]: k["reason"] for k in found["kept"]}
+        assert kept == {
+            theirs.lb_id: (
+                "not made by this cluster: it carries another cluster's identity tag "
+                f"kube_cluster_id_{theirs_id} (this cluster's is kube_cluster_id_{ours_id}): "
+                "another cluster with the same --cluster-name in this project"
+            ),
+            by_hand.id: (
+                "not made by this cluster: its description 'my own load balancer' is not "
+                "OCCM's for cluster itest ('Kubernetes external service <namespace>/<name> from "
+                "cluster itest'): made by hand, by another tool or for another cluster"
+            ),
+        }
+
+        code, out, _ = sweep(env, control_plane, capsys, "--delete")
+        assert code == 0, out
+        assert f"load balancer {ours.name} ({ours.lb_id}, Service ids-test/web): deleted" in out
+        assert (
+            f"load balancer {theirs.name} ({theirs.lb_id}, Service ids-test/web): kept, not "
+            "made by this cluster: it carries another cluster's identity tag"
+        ) in out
+        remaining = {lb.id for lb in conn.load_balancer.load_balancers()}
+        assert ours.lb_id not in remaining
+        assert {theirs.lb_id, by_hand.id} <= remaining
+        assert conn.network.find_ip(ours.fip_id) is None  # OCCM's floating IP went with it
+        assert conn.network.find_ip(theirs.fip_id) is not None
+    finally:
+        for lb in made:
+            occm.remove(conn, lb)
+        if by_hand is not None and conn.load_balancer.find_load_balancer(by_hand.id):
+            conn.load_balancer.delete_load_balancer(by_hand.id, cascade=True)
