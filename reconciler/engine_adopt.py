@@ -187,8 +187,10 @@ def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | Non
         "--state-dir ...  (see docs/adopt.md)"
     )
     plan = plan_adoption(spec, found)
-    if found.shared and not plan.imports and not plan.problems:
-        return None  # joins a shared load balancer with nothing of its own there yet
+    if found.shared and not plan.imports:
+        # joins a shared load balancer with nothing of its own there yet: the program checks
+        # what may block it (a port in use, max-shared-lb) and says so
+        return None
     if (
         lb is not None
         and not found.shared

@@ -276,6 +276,9 @@ class SharedLoadBalancer:
     vip_port_id: str
     other_services: tuple[str, ...]  # LB names of the other Services with listeners on it
     floating_ip: str | None
+    # (protocol, port, who) of the listeners of others: who is their tags, else the name
+    ports_in_use: tuple[tuple[str, int, str], ...] = ()
+    name: str = ""
 
 
 def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalancer:
@@ -294,9 +297,14 @@ def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalanc
             ) from exc
         raise
     others: set[str] = set()
+    in_use: list[tuple[str, int, str]] = []
     for item in lb.listeners:
         listener = openstack.loadbalancer.get_listener_v2(listener_id=item.id)
-        others.update(t for t in (listener.tags or []) if t != spec.name)
+        tags = list(listener.tags or [])
+        others.update(t for t in tags if t != spec.name)
+        if spec.name not in tags:
+            who = ", ".join(tags) or str(listener.name or listener.id)
+            in_use.append((str(listener.protocol), int(listener.protocol_port), who))
     fip: str | None = None
     try:
         found = openstack.networking.get_floating_ip(port_id=lb.vip_port_id)
@@ -310,6 +318,8 @@ def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalanc
         vip_port_id=str(lb.vip_port_id),
         other_services=tuple(sorted(others)),
         floating_ip=fip,
+        ports_in_use=tuple(sorted(in_use)),
+        name=str(lb.name or ""),
     )
 
 

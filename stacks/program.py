@@ -56,6 +56,7 @@ import pulumi_openstack as openstack
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec
 from stacks import lookups
 from stacks.lookups import InvalidSpecError
+from stacks.shared import shared_problems
 
 __all__ = [
     "CHILD_DELETE_TIMEOUT_KEY",
@@ -195,6 +196,11 @@ def _shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> _Target:
             f"({', '.join(shared.other_services)}), the most max-shared-lb={spec.max_shared_lb} "
             "allows; raise max-shared-lb in cloud.conf or use another load balancer"
         )
+    fip = spec.floating_ip
+    wants_fip = fip is not None and bool(fip.network_id or lookups.external_network_id())
+    problems = shared_problems(spec, shared, wants_floating_ip=wants_fip)
+    if problems:
+        raise InvalidSpecError(f"cannot share load balancer {lb_id}: " + "; ".join(problems))
     return _Target(shared.id, shared.vip_address, shared.vip_port_id, None, shared.floating_ip)
 
 

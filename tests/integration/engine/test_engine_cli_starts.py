@@ -75,6 +75,7 @@ def expected_tags(
         "lbr:vip-address": outputs["vip_address"],
         "lbr:external-ip": outputs["floating_ip"],
         "lbr:fip-network": outputs["fip_network_id"],
+        "lbr:keep-fip": "false",
         **create_only_tags(spec, outputs),
         HASH_TAG: digest,
     }

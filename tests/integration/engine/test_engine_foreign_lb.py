@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.engine_errors import InvalidConfigError
 from tests.integration.engine.conftest import Env, only, service, spec_for
 from tests.integration.engine.test_engine_cases import sdk
 
@@ -53,3 +54,51 @@ def test_user_made_load_balancer_outlives_its_services(env: Env, order: tuple[st
         assert inv["members"] == []
     finally:
         sdk(env).load_balancer.delete_load_balancer(lb.id, cascade=True)
+
+
+def test_joining_on_a_port_in_use_is_refused_up_front(env: Env) -> None:
+    """Octavia would answer 409 to the listener for ever; the program says why instead."""
+    lb = _user_lb(env, "user-made-busy")
+    conn = sdk(env)
+    conn.load_balancer.create_listener(
+        name="users-own", loadbalancer_id=lb.id, protocol="TCP", protocol_port=80
+    )
+    conn.load_balancer.wait_for_load_balancer(lb.id, interval=0.2, wait=30)
+    try:
+        config = env.config()
+        svc = service("busy", annotations={A + "load-balancer-id": lb.id})
+        stack = env.stack(config, svc)
+        try:
+            with pytest.raises(InvalidConfigError, match=r"port 80/TCP is already used on it by"):
+                stack.ensure(spec_for(svc, config))
+            assert [li["name"] for li in env.cloud.inventory()["listeners"]] == ["users-own"]
+        finally:
+            stack.delete()
+    finally:
+        conn.load_balancer.delete_load_balancer(lb.id, cascade=True)
+
+
+def test_an_external_service_cannot_join_an_internal_owner(env: Env) -> None:
+    config = env.config()
+    owner_svc = service(
+        "inner", annotations={"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}
+    )
+    owner = env.stack(config, owner_svc)
+    lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
+    try:
+        svc = service(
+            "outer",
+            ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
+            annotations={A + "load-balancer-id": lb_id},
+        )
+        stack = env.stack(config, svc)
+        try:
+            with pytest.raises(
+                InvalidConfigError, match=r"no floating IP \(its owner is internal\)"
+            ):
+                stack.ensure(spec_for(svc, config))
+            assert len(env.cloud.inventory()["listeners"]) == 1
+        finally:
+            stack.delete()
+    finally:
+        owner.delete()

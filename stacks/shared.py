@@ -1,0 +1,42 @@
+"""Whether a Service may join a shared load balancer (``load-balancer-id``): pure, over what
+:func:`stacks.lookups.shared_load_balancer` read.
+
+Said up front, as a Warning naming the reason, instead of letting Octavia answer 409 for ever.
+"""
+
+from __future__ import annotations
+
+from reconciler.model.naming import SERVICE_PREFIX
+from reconciler.model.spec import LoadBalancerSpec
+from stacks.lookups import SharedLoadBalancer
+
+__all__ = ["shared_problems"]
+
+_TRANSPORT = {"UDP": "UDP", "SCTP": "SCTP"}  # every other listener protocol runs over TCP
+
+
+def shared_problems(
+    spec: LoadBalancerSpec, shared: SharedLoadBalancer, *, wants_floating_ip: bool
+) -> list[str]:
+    """Why ``spec`` cannot join ``shared``, said up front (Octavia would answer 409 to a port
+    in use, for ever): a port another Service's listener already has, and an external Service
+    (one that would get a floating IP: the cloud has an external network) on a Service's load
+    balancer without a floating IP (its owner is internal), which nobody outside could reach.
+    A user's own load balancer without one is served at its VIP, as OCCM does."""
+    problems = []
+    taken = {(_TRANSPORT.get(p, "TCP"), port): who for p, port, who in shared.ports_in_use}
+    for listener in spec.listeners:
+        key = (_TRANSPORT.get(listener.protocol, "TCP"), listener.protocol_port)
+        if key in taken:
+            problems.append(
+                f"port {listener.protocol_port}/{key[0]} is already used on it by {taken[key]}; "
+                "use another port or another load balancer"
+            )
+    made_for_a_service = shared.name.startswith(SERVICE_PREFIX)  # else a user's: its VIP serves
+    if wants_floating_ip and shared.floating_ip is None and made_for_a_service:
+        problems.append(
+            "it has no floating IP (its owner is internal): an external Service on it would not "
+            "be reachable from outside; share a load balancer of an external Service, or remove "
+            "loadbalancer.openstack.org/load-balancer-id"
+        )
+    return problems
