@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import openstack
 import pytest
 
 from emulator.cloud import CloudConfig as EmulatorConfig
@@ -18,6 +17,7 @@ from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
 from reconciler.localplane import LocalControlPlane
 from reconciler.toolchain import Toolchain
+from tests import occm
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
 from tests.emulated import EmulatorAdmin
 
@@ -41,15 +41,7 @@ def test_user_made_load_balancer_shared_by_two_services_outlives_both(
     order: tuple[str, str],
 ) -> None:
     t = emu.topology()
-    conn = openstack.connect(
-        auth_url=t["auth_url"],
-        username=t["username"],
-        password=t["password"],
-        project_name=t["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=t["region_name"],
-    )
+    conn = occm.connect(t)
     made = conn.load_balancer.create_load_balancer(
         name="user-made-lb", vip_subnet_id=t["subnet_id"]
     )

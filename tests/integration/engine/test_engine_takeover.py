@@ -10,6 +10,8 @@ and nothing is created.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from reconciler.engine_adopt import ExistingLoadBalancerError
@@ -20,18 +22,23 @@ A = "loadbalancer.openstack.org/"
 WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
 
 
-@pytest.mark.parametrize("annotated", [False, True], ids=["plain", "id-annotation"])
-def test_occm_load_balancer_is_taken_over_not_duplicated(env: Env, annotated: bool) -> None:
-    conn = occm.connect(env.topo)
-    made = occm.make(
+def _occm_made(env: Env, conn: Any, name: str) -> occm.OccmLoadBalancer:
+    """What OCCM left for Service default/<name>: one TCP port, a floating IP."""
+    return occm.make(
         conn,
         env.topo,
         cluster=CLUSTER,
         namespace="default",
-        name="moved",
+        name=name,
         ports=[occm.Port("TCP", 80, 30080, monitor=False)],
         nodes=WORKERS,
     )
+
+
+@pytest.mark.parametrize("annotated", [False, True], ids=["plain", "id-annotation"])
+def test_occm_load_balancer_is_taken_over_not_duplicated(env: Env, annotated: bool) -> None:
+    conn = occm.connect(env.topo)
+    made = _occm_made(env, conn, "moved")
     config = env.config()
     annotations = {A + "load-balancer-id": made.lb_id} if annotated else {}
     spec = spec_for(service("moved", annotations=annotations), config)
@@ -55,15 +62,7 @@ def test_another_clusters_load_balancer_is_refused(env: Env) -> None:
     """Same --cluster-name, another cluster (OCCM #3102): its load balancer carries another
     cluster identity tag. Nothing is created, the error names it and the way out."""
     conn = occm.connect(env.topo)
-    made = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="theirs",
-        ports=[occm.Port("TCP", 80, 30080, monitor=False)],
-        nodes=WORKERS,
-    )
+    made = _occm_made(env, conn, "theirs")
     conn.load_balancer.update_load_balancer(
         made.lb_id, tags=[made.name, "kube_cluster_id_00000000-0000-4000-8000-0000000000aa"]
     )
