@@ -154,17 +154,18 @@ def cluster_id(args: argparse.Namespace) -> str:
     cluster_identity`: the kube-system namespace's UID, OCCM's ``kube_cluster_id_`` tag) with
     ``--kubeconfig``; "" when it cannot be read (then no load balancer carrying an identity tag
     is proven this cluster's: said on stderr)."""
-    from reconciler.runner import cluster_identity
+    from reconciler.runner import read_cluster_identity
 
     kube = _kube(args)
     try:
-        uid = cluster_identity(kube)
+        uid, problem = read_cluster_identity(kube)
     finally:
         kube.close()
-    if not uid:
+    if problem:
         print(
-            "note: this cluster's identity (the kube-system namespace's UID) could not be read; "
-            "load balancers tagged kube_cluster_id_<uid> are not taken for this cluster's",
+            f"note: this cluster's identity (the kube-system namespace's UID) could not be read "
+            f"({problem}); load balancers tagged kube_cluster_id_<uid> are not taken for this "
+            "cluster's",
             file=sys.stderr,
         )
     return uid

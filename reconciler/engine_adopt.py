@@ -40,11 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from pulumi import automation as auto
 
-from reconciler.adopt import judge_preview, plan_adoption
+from reconciler.adopt import foreign_problem, judge_preview, plan_adoption
 from reconciler.adopt_cloud import find_occm_objects
 from reconciler.engine_delete import unprotect_all
 from reconciler.engine_errors import EngineError, InvalidConfigError
-from reconciler.model.naming import made_by_cluster
 from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
 
 if TYPE_CHECKING:
@@ -191,22 +190,15 @@ def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | Non
         # joins a shared load balancer with nothing of its own there yet: the program checks
         # what may block it (a port in use, max-shared-lb) and says so
         return None
-    if (
-        lb is not None
-        and not found.shared
-        and not made_by_cluster(
-            lb, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id
-        )
-    ):
-        problems.append(
-            f"{what} was not made by this cluster (its description or cluster identity tag "
-            "is another's): another cluster with the same --cluster-name in this project, or "
-            "made by hand; give this cluster a unique --cluster-name, or delete it"
-        )
+    foreign = foreign_problem(
+        found, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id
+    )
+    if foreign is not None:
+        problems.append(foreign)
     problems += plan.problems
     if not problems:
         outcome = stack.preview(plan.spec, imports=plan.imports)
-        problems += judge_preview(plan, outcome, allow_updates=True)
+        problems += judge_preview(plan, outcome, allow_updates=True, cluster_id=settings.cluster_id)
     if problems:
         _forget_new_stack(stack)
         raise ExistingLoadBalancerError(

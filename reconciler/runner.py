@@ -100,20 +100,27 @@ def load_cloud_config(path: Path) -> CloudConfig | None:
     return parsed.config
 
 
-def cluster_identity(kube: KubeApi) -> str:
+def read_cluster_identity(kube: KubeApi) -> tuple[str, str]:
     """The cluster's identity: the kube-system namespace's UID (OCCM's ``kube_cluster_id_``
-    tag), or "" when it cannot be read (then only names and descriptions tell this cluster's
-    load balancers apart; said in the log)."""
+    tag), and "" with why when it cannot be read (then only names and descriptions tell this
+    cluster's load balancers apart)."""
     try:
         uid = str(kube.get("/api/v1/namespaces/kube-system")["metadata"].get("uid") or "")
     except (KubeError, KubeUnavailableError, KeyError, TypeError) as exc:
+        return "", str(exc) or type(exc).__name__
+    return uid, "" if uid else "the kube-system namespace has no UID"
+
+
+def cluster_identity(kube: KubeApi) -> str:
+    """:func:`read_cluster_identity`, a failure logged as a warning (the controller goes on)."""
+    uid, problem = read_cluster_identity(kube)
+    if problem:
         _log.warning(
             "cannot read the kube-system namespace's UID (the cluster identity tagged on load "
             "balancers); going on without it: grant get on namespaces/kube-system "
             "(deploy/rbac.yaml)",
-            extra={"error": str(exc)},
+            extra={"error": problem},
         )
-        return ""
     return uid
 
 

@@ -79,6 +79,7 @@ def test_another_clusters_load_balancer_is_refused(env: Env) -> None:
             text = str(refused.value)
             assert made.lb_id in text
             assert "was not made by this cluster" in text
+            assert "kube_cluster_id_" in text
             assert "lb-reconciler adopt --cluster-name itest" in text
             assert engine.stacks() == []
             assert env.cloud.inventory() == before
