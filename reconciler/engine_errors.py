@@ -58,6 +58,7 @@ __all__ = [
     "cloud_faults",
     "describe",
     "engine_error",
+    "protected_refusal",
     "redact",
 ]
 
@@ -248,6 +249,12 @@ _UNREACHABLE = re.compile(
     re.IGNORECASE,
 )
 _QUOTA = re.compile(r"\bquota\b|OverQuota", re.IGNORECASE)
+# Pulumi refusing a step on a protected resource (stacks/program.py protects lb and fip)
+_PROTECTED = re.compile(
+    r'unable to (?P<op>replace|delete) resource "(?P<urn>[^"]+)"|'
+    r'resource "(?P<urn2>[^"]+)" cannot be (?P<op2>deleted)'
+)
+_PROTECTED_WHAT = {"lb": "load balancer", "fip": "floating IP"}
 _REFUSED = re.compile(
     r"Your query returned (no|more than one)\b|\bBad request\b|\bInvalid input\b", re.IGNORECASE
 )
@@ -266,7 +273,7 @@ _SEVERITY: tuple[type[EngineError], ...] = (
 def classify(text: str) -> type[EngineError]:
     """The error class for the output of a failed operation (see the module docstring)."""
     lines = _error_lines(text)
-    if any(INVALID_SPEC_MARKER in line for line in lines):
+    if any(INVALID_SPEC_MARKER in line for line in lines) or protected_refusal(text):
         return InvalidConfigError
     faults = cloud_faults(text)
     if faults:
@@ -305,8 +312,30 @@ def _said(line: str) -> str:
     return _PROVIDER_SUFFIX.sub("", stripped).strip()
 
 
+def protected_refusal(text: str) -> str:
+    """What Pulumi refused because it is protected, said for a user: the plan would replace or
+    delete the load balancer or floating IP of a Service that still wants it; "" when not."""
+    found = _PROTECTED.search(text)
+    if found is None:
+        return ""
+    urn = found.group("urn") or found.group("urn2") or ""
+    name = urn.rsplit("::", 1)[-1]
+    op = found.group("op") or found.group("op2") or "replace"
+    what = _PROTECTED_WHAT.get(name, f"resource {name}")
+    return (
+        f"refused: the plan would {op.removesuffix('d')} the {what} ({name}) of a Service that "
+        "still wants it; it is protected, so nothing was changed. A field changed that forces "
+        "a replacement and is not kept as made (a provider upgrade, or a bug): see "
+        "docs/engine.md, 'Create-only fields and protection'; to replace it on purpose, delete "
+        "and re-create the Service"
+    )
+
+
 def headline(text: str) -> str:
     """The one line that says what went wrong, in the cloud's (or the program's) own words."""
+    refusal = protected_refusal(text)
+    if refusal:
+        return refusal
     lines = _error_lines(text)
     invalid = [
         line[line.index(INVALID_SPEC_MARKER) + len(INVALID_SPEC_MARKER) :].strip()

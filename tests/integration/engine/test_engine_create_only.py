@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reconciler import engine as engine_module
-from reconciler.engine_errors import EngineError
+from reconciler.engine_errors import EngineError, InvalidConfigError
 from reconciler.engine_plan import StackSpec
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
@@ -124,7 +124,8 @@ def test_protection_refuses_an_up_that_would_replace_the_load_balancer(
         monkeypatch.setattr(engine_module, "stack_spec", unfrozen)
         with pytest.raises(EngineError) as failed:
             stack.ensure(edited)
-        assert 'unable to replace resource "urn:' in str(failed.value)
+        assert "refused: the plan would replace the load balancer (lb)" in str(failed.value)
+        assert isinstance(failed.value, InvalidConfigError)
         assert _cloud(env) == (lb, fip)
         monkeypatch.setattr(engine_module, "stack_spec", real)
         result = stack.ensure(edited)
