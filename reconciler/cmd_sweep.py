@@ -118,7 +118,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for lb in plan.load_balancers:
             try:
                 with progress(f"deleting load balancer {lb.name}"):
-                    rest.delete_with_floating_ips({"id": lb.lb_id, "vip_port_id": lb.vip_port_id})
+                    rest.delete_with_floating_ips(
+                        {"id": lb.lb_id, "vip_port_id": lb.vip_port_id},
+                        cluster_name=args.cluster_name,
+                    )
                 deleted.append(lb.lb_id)
             except OpenStackRestError as exc:
                 failures.append(f"load balancer {lb.name} ({lb.lb_id}): {exc}")

@@ -33,7 +33,7 @@ from reconciler.engine_errored import (
 from reconciler.engine_errors import ConflictError, EngineError
 from reconciler.engine_plan import HASH_TAG, OWNS_TAG, outputs_from_tags
 from reconciler.engine_stack_meta import run_cli, stacks_tagged
-from reconciler.model.naming import lb_name, made_by_cluster
+from reconciler.model.naming import KEPT_FLOATING_IP_TAG, lb_name, made_by_cluster
 from reconciler.openstack_rest import OpenStackRest
 from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
 
@@ -78,6 +78,9 @@ def delete_stack(ss: ServiceStack, *, keep_floating_ip: bool | None = None) -> D
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
         ss._deadline(lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release")
         released = True
+        keep = outputs.get("fip_keep") if keep_floating_ip is None else keep_floating_ip
+        if keep and outputs.get("floating_ip"):
+            _mark_kept(ss, rest, lb_id, str(outputs["floating_ip"]))
     if unadopted:  # found by the recovery, never in the state: destroy would leave them
         delete_unadopted(
             rest,
@@ -118,6 +121,17 @@ def delete_stack(ss: ServiceStack, *, keep_floating_ip: bool | None = None) -> D
         raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
     gone = _delete_released(ss, rest, lb_id) if lb_id and shared else False
     return DeleteResult(True, released, gone)
+
+
+def _mark_kept(ss: ServiceStack, rest: OpenStackRest, lb_id: str, address: str) -> None:
+    """The owner of a released load balancer had ``keep-floatingip``: its floating IP stays
+    with the load balancer for the Services still on it, and is tagged so that the last of them
+    deletes the load balancer without it (:func:`reconciler.model.naming.floating_ip_to_delete`)."""
+    lb = rest.load_balancer(lb_id)
+    for fip in rest.floating_ips_on_port(str((lb or {}).get("vip_port_id") or "")):
+        if fip.get("floating_ip_address") == address:
+            rest.tag_floating_ip(str(fip["id"]), KEPT_FLOATING_IP_TAG)
+            log.info("stack %s: floating IP %s kept for its owner (tagged)", ss.name, address)
 
 
 def _keep_as_asked(ss: ServiceStack, stack: auto.Stack, *, keep: bool, applied: bool) -> None:
@@ -198,7 +212,7 @@ def _delete_released(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
         return False
     if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
         return False
-    rest.delete_with_floating_ips(lb)
+    rest.delete_with_floating_ips(lb, cluster_name=settings.cluster_name)
     return True
 
 

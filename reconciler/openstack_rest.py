@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.config import AuthConfig
+from reconciler.model.naming import floating_ip_to_delete
 
 __all__ = ["OpenStackRest", "OpenStackRestError"]
 
 TIMEOUT = 30.0
 # the start of the description OCCM (and this controller) give the floating IPs they create
-OUR_FLOATING_IP_DESCRIPTION = "Floating IP for Kubernetes external service"
 
 # collection (engine_plan.object_kind) -> (service type, path, JSON key of one object); the
 # JSON key of a list is the collection's name with "_" for "-"
@@ -235,14 +235,14 @@ class OpenStackRest:
             url = next((str(li["href"]) for li in links if li.get("rel") == "next"), None)
         return found
 
-    def delete_with_floating_ips(self, lb: dict[str, Any]) -> list[str]:
+    def delete_with_floating_ips(self, lb: dict[str, Any], *, cluster_name: str) -> list[str]:
         """Delete a load balancer (cascade: its listeners, pools, members, monitors) and the
-        floating IPs on its VIP port that OCCM or this controller made (by their description;
-        a user's own floating IP is left, disassociated by Neutron). Returns the addresses
-        deleted."""
+        floating IPs on its VIP port that OCCM or this controller made for this cluster and
+        nobody asked to keep (:func:`reconciler.model.naming.floating_ip_to_delete`; a user's
+        own floating IP is left, disassociated by Neutron). Returns the addresses deleted."""
         deleted = []
         for fip in self.floating_ips_on_port(str(lb.get("vip_port_id"))):
-            if OUR_FLOATING_IP_DESCRIPTION in str(fip.get("description") or ""):
+            if floating_ip_to_delete(fip, cluster_name=cluster_name):
                 self.delete("floatingips", str(fip["id"]))
                 deleted.append(str(fip.get("floating_ip_address")))
         self.delete_load_balancer(str(lb["id"]))
@@ -251,6 +251,10 @@ class OpenStackRest:
     def delete_load_balancer(self, lb_id: str) -> None:
         url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}", {"cascade": "true"})
         self._send("DELETE", url)
+
+    def tag_floating_ip(self, fip_id: str, tag: str) -> None:
+        """Add ``tag`` to a floating IP (Neutron's tag extension)."""
+        self._send("PUT", self._url("network", f"v2.0/floatingips/{fip_id}/tags/{tag}"))
 
     def floating_ips_on_port(self, port_id: str) -> list[dict[str, Any]]:
         url = self._url("network", "v2.0/floatingips", {"port_id": port_id})

@@ -15,10 +15,12 @@ from typing import Any
 
 __all__ = [
     "CLUSTER_ID_TAG_PREFIX",
+    "KEPT_FLOATING_IP_TAG",
     "SERVICE_PREFIX",
     "cluster_id_tag",
     "cut255",
     "floating_ip_description",
+    "floating_ip_to_delete",
     "lb_description",
     "lb_name",
     "listener_name",
@@ -98,4 +100,22 @@ def made_by_cluster(lb: Mapping[str, Any], *, cluster_name: str, cluster_id: str
         name.startswith(prefix)
         and description.startswith("Kubernetes external service ")
         and description.endswith(suffix)
+    )
+
+
+# Put on the floating IP of a released load balancer whose owner had keep-floatingip: the last
+# Service on the load balancer deletes it with the load balancer, but not a floating IP so tagged.
+KEPT_FLOATING_IP_TAG = "lbr-keep-floatingip"
+
+
+def floating_ip_to_delete(fip: Mapping[str, Any], *, cluster_name: str) -> bool:
+    """Whether a floating IP on the VIP port of a load balancer being deleted goes with it:
+    only one made for a Service of this cluster (OCCM's description, this cluster's name), and
+    not one kept for its owner (:data:`KEPT_FLOATING_IP_TAG`). A user's own is never deleted."""
+    description = str(fip.get("description") or "")
+    tags = [str(t) for t in fip.get("tags") or ()]
+    return (
+        description.startswith("Floating IP for Kubernetes external service ")
+        and description.endswith(f" from cluster {cluster_name}")
+        and KEPT_FLOATING_IP_TAG not in tags
     )

@@ -139,7 +139,8 @@ def test_a_404_during_destroy_is_a_refusal_not_busy() -> None:
             ConflictError,
         ),
         ("error: failed to load checkpoint: EOF", CloudUnavailableError),
-        ('error: unable to replace resource "urn:..." as it is protected', InternalError),
+        # refused by protection (stacks/program.py): the plan is wrong, not the cloud busy
+        ('error: unable to replace resource "urn:..." as it is protected', InvalidConfigError),
         ("panic: nil pointer dereference", InternalError),
     ],
 )

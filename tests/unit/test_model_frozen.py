@@ -22,6 +22,7 @@ from reconciler.engine_plan import (
 )
 from reconciler.model import annotations as a
 from reconciler.model.frozen import CreateOnly, freeze, made_with
+from reconciler.model.naming import floating_ip_to_delete
 from tests.unit.model_helpers import UUID1, UUID2, UUID3, config_from, spec_of
 
 VIP_SUBNET = "44444444-4444-4444-8444-444444444444"
@@ -253,3 +254,13 @@ def test_the_load_balancer_made_carries_the_cluster_identity():
     shared = stack_spec(spec_of({a.LOAD_BALANCER_ID: UUID2}), tags={CLUSTER_ID_TAG: "uid-1"})
     assert shared.spec.tags == (shared.spec.name,)  # not ours to tag
     assert stack_spec(spec_of(), tags=_made(spec_of())).spec.tags == (own.name,)  # unknown
+
+
+def test_only_this_clusters_unkept_floating_ips_go_with_a_load_balancer():
+    ours = "Floating IP for Kubernetes external service default/web from cluster prod"
+    assert floating_ip_to_delete({"description": ours}, cluster_name="prod")
+    assert not floating_ip_to_delete({"description": ours}, cluster_name="stage")
+    assert not floating_ip_to_delete(
+        {"description": ours, "tags": ["lbr-keep-floatingip"]}, cluster_name="prod"
+    )
+    assert not floating_ip_to_delete({"description": "mine"}, cluster_name="prod")

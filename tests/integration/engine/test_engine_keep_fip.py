@@ -29,3 +29,26 @@ def test_keep_floating_ip_as_the_service_says_at_deletion(
         sdk(env).network.delete_ip(fip["id"])
     else:
         assert kept == []
+
+
+def test_owner_keep_floating_ip_holds_through_the_last_sharer(env: Env) -> None:
+    """The owner (keep-floatingip) goes first: its load balancer is released to the Service
+    still on it, whose delete then removes the load balancer but not the kept floating IP."""
+    config = env.config()
+    owner_svc = service("keeper", annotations={A + "keep-floatingip": "true"})
+    owner = env.stack(config, owner_svc)
+    out = owner.ensure(spec_for(owner_svc, config)).outputs
+    sharer_svc = service(
+        "rider",
+        ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
+        annotations={A + "load-balancer-id": out["lb_id"]},
+    )
+    sharer = env.stack(config, sharer_svc)
+    sharer.ensure(spec_for(sharer_svc, config))
+    assert owner.delete().released_load_balancer
+    assert sharer.delete().deleted_shared_load_balancer
+    inv = env.cloud.inventory()
+    assert inv["loadbalancers"] == []
+    kept = only([f for f in inv["floatingips"] if f["floating_ip_address"] == out["floating_ip"]])
+    assert kept["port_id"] is None
+    sdk(env).network.delete_ip(kept["id"])
