@@ -11,10 +11,10 @@ Every failure of a stack operation reaches the controller as one :class:`EngineE
   reached;
 * :class:`QuotaError` (backoff): a project quota is exhausted; someone must act;
 * :class:`InvalidConfigError` (backoff): the cloud rejects what the Service asks for (any other
-  4xx: a zone, flavor or subnet that does not exist, 401, 403, 404), or the program found the
-  spec impossible (``lb-reconciler invalid spec:``, e.g. ``max-shared-lb``);
-* :class:`InternalError` (backoff): anything else (a bug, a broken toolchain, a protected
-  resource the plan wanted to replace).
+  4xx: a zone, flavor or subnet that does not exist, 401, 403, 404), the program found the
+  spec impossible (``lb-reconciler invalid spec:``, e.g. ``max-shared-lb``), or Pulumi refused
+  a plan that would replace or delete a protected resource (:func:`protected_refusal`);
+* :class:`InternalError` (backoff): anything else (a bug, a broken toolchain).
 
 :func:`classify` is pure and reads only what the cloud and the tools *said went wrong*: the HTTP
 status and body of each cloud answer the provider reports (gophercloud's ``Expected HTTP
