@@ -57,6 +57,17 @@ def adopt(
     return code, out, err
 
 
+def cluster_nodes(kube: KubeApi) -> list[tuple[str, str]]:
+    """The Nodes OCCM would have made members of (other tests of the session may have added
+    some to the shared control plane): name and InternalIP."""
+    return sorted(
+        (str(n["metadata"]["name"]), str(a["address"]))
+        for n in kube.list("/api/v1/nodes").get("items") or []
+        for a in n.get("status", {}).get("addresses") or []
+        if a.get("type") == "InternalIP"
+    )
+
+
 def make_tagged(conn: Any, env: Env, kube: KubeApi, name: str, identity: str) -> Any:
     """Service NS/<name> and the load balancer OCCM made for it, tagged with ``identity``."""
     body = {
@@ -66,7 +77,13 @@ def make_tagged(conn: Any, env: Env, kube: KubeApi, name: str, identity: str) ->
     svc = kube.create(f"/api/v1/namespaces/{NS}/services", body)
     port = occm.Port("TCP", 80, svc["spec"]["ports"][0]["nodePort"], monitor=False)
     made = occm.make(
-        conn, env.topo, cluster=CLUSTER, namespace=NS, name=name, ports=[port], nodes=[]
+        conn,
+        env.topo,
+        cluster=CLUSTER,
+        namespace=NS,
+        name=name,
+        ports=[port],
+        nodes=cluster_nodes(kube),
     )
     if identity:
         conn.load_balancer.update_load_balancer(

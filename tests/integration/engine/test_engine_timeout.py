@@ -20,6 +20,8 @@ from typing import Any
 
 import requests
 
+from reconciler.backend import Failure
+from reconciler.backend import classify as failure_of
 from reconciler.engine_errors import UpTimeoutError
 from reconciler.engine_recovery import alive, children_running
 from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
@@ -92,7 +94,7 @@ def test_hanging_up_is_interrupted_then_next_ensure_converges(
     assert len(outcome) == 1, outcome
     error = outcome[0]
     assert isinstance(error, UpTimeoutError), error
-    assert error.retryable
+    assert failure_of(error) is Failure.BACKOFF  # retried, with backoff and a Warning
     assert error.stack == stack.name
     assert elapsed >= TIMEOUT
 
