@@ -54,6 +54,7 @@ from reconciler.model.naming import (
 )
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec, SecurityGroupRuleSpec
 from stacks.program import logical_suffix
+from stacks.shared import port_family
 
 __all__ = [
     "AdoptionPlan",
@@ -190,11 +191,6 @@ def foreign_problem(found: Found, *, cluster_name: str, cluster_id: str) -> str 
     )
 
 
-def _family(protocol: str) -> str:
-    """Octavia allows one listener per port and family: UDP, SCTP, or TCP (HTTP, HTTPS ...)."""
-    return protocol if protocol in ("UDP", "SCTP") else "TCP"
-
-
 def _ours(listener: Obj, lb_name: str, *, shared: bool) -> bool:
     """A listener of this Service: tagged with its name; on its own load balancer also one
     without any Service's tag (OCCM before tags)."""
@@ -231,12 +227,12 @@ def _chain(
     b: _Builder, listener: ListenerSpec, chains: list[Chain], lb_name: str, *, shared: bool
 ) -> None:
     key = logical_suffix(listener)
-    family = _family(listener.service_protocol)
+    family = port_family(listener.service_protocol)
     candidates = [
         c
         for c in chains
         if c.listener.get("protocol_port") == listener.protocol_port
-        and _family(str(c.listener.get("protocol"))) == family
+        and port_family(str(c.listener.get("protocol"))) == family
     ]
     mine = [c for c in candidates if _ours(c.listener, lb_name, shared=shared)]
     port = f"{listener.service_protocol}/{listener.protocol_port}"

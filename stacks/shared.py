@@ -10,9 +10,13 @@ from reconciler.model.naming import SERVICE_PREFIX
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.lookups import SharedLoadBalancer
 
-__all__ = ["shared_problems"]
+__all__ = ["port_family", "shared_problems"]
 
-_TRANSPORT = {"UDP": "UDP", "SCTP": "SCTP"}  # every other listener protocol runs over TCP
+
+def port_family(protocol: str) -> str:
+    """Octavia allows one listener per port and family: UDP, SCTP, or TCP (HTTP, HTTPS,
+    TERMINATED_HTTPS, PROXY ... all run over TCP)."""
+    return protocol if protocol in ("UDP", "SCTP") else "TCP"
 
 
 def shared_problems(
@@ -24,9 +28,9 @@ def shared_problems(
     balancer without a floating IP (its owner is internal), which nobody outside could reach.
     A user's own load balancer without one is served at its VIP, as OCCM does."""
     problems = []
-    taken = {(_TRANSPORT.get(p, "TCP"), port): who for p, port, who in shared.ports_in_use}
+    taken = {(port_family(p), port): who for p, port, who in shared.ports_in_use}
     for listener in spec.listeners:
-        key = (_TRANSPORT.get(listener.protocol, "TCP"), listener.protocol_port)
+        key = (port_family(listener.protocol), listener.protocol_port)
         if key in taken:
             problems.append(
                 f"port {listener.protocol_port}/{key[0]} is already used on it by {taken[key]}; "
