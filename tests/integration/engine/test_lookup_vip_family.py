@@ -15,28 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import openstack
 import pytest
 from pulumi import automation as auto
 
 from reconciler.engine_plan import provider_config
 from reconciler.model import LoadBalancerSpec
 from stacks import lookups
+from tests import occm
 from tests.integration.engine.conftest import Env, service, spec_for
 
 
 @pytest.fixture
 def nets(env: Env) -> Iterator[dict[str, str]]:
     t = env.topo
-    conn = openstack.connect(
-        auth_url=t["auth_url"],
-        username=t["username"],
-        password=t["password"],
-        project_name=t["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=t["region_name"],
-    )
+    conn = occm.connect(t)
     v6 = conn.network.create_subnet(
         network_id=t["network_id"], name="private-v6", cidr="fd00:10::/64", ip_version=6
     )
