@@ -437,25 +437,12 @@ def _changes(step: ResourceStep) -> str:
     return "; ".join(parts) or ", ".join(step.replace_keys) or "(no property listed)"
 
 
-def _flat(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _adds_identity(step: ResourceStep, cluster_id: str) -> bool:
-    """Whether ``step`` only tags the load balancer with this cluster's identity (as the
-    controller tags every load balancer it serves), whatever order the diff shows tags in."""
-    if step.name != "lb" or step.op != "update" or not cluster_id or not step.changes:
+def records_identity(lb: Obj | None, *, cluster_id: str) -> bool:
+    """The adoption tags load balancer ``lb`` with this cluster's identity (it has none): the
+    engine adds it after the import's ``up`` (reconciler/engine_lb_tags.py)."""
+    if lb is None or not cluster_id:
         return False
-    if any(c.path.split("[")[0] != "tags" for c in step.changes):
-        return False
-    old = {str(v) for c in step.changes for v in _flat(c.old) if v is not None}
-    new = {str(v) for c in step.changes for v in _flat(c.new) if v is not None}
-    return new - old == {cluster_id_tag(cluster_id)} and not old - new
-
-
-def records_identity(outcome: PreviewOutcome, *, cluster_id: str) -> bool:
-    """The adoption tags the load balancer with this cluster's identity (it had none)."""
-    return any(_adds_identity(step, cluster_id) for step in outcome.steps)
+    return not any(str(t).startswith(CLUSTER_ID_TAG_PREFIX) for t in lb.get("tags") or ())
 
 
 def judge_preview(
@@ -463,12 +450,10 @@ def judge_preview(
     outcome: PreviewOutcome,
     *,
     allow_updates: bool = False,
-    cluster_id: str = "",
 ) -> list[str]:
     """The problems of an adoption's preview: a replacement or deletion, an update (unless
-    ``allow_updates``), or a planned import the program does not declare. Tagging the load
-    balancer with this cluster's identity (``cluster_id``, when it had no such tag) is no
-    update to refuse: it is what marks the load balancer this cluster's from now on."""
+    ``allow_updates``), or a planned import the program does not declare. The load balancer's
+    tags are no difference: the program leaves them as they are (``ignore_changes``)."""
     problems = []
     imported: set[str] = set()
     replaced: dict[str, str] = {}  # delete-before-replace: three steps, one message
@@ -483,7 +468,7 @@ def judge_preview(
                 replaced[step.name] = f"{where} would be replaced: {_changes(step)}"
         elif step.op in ("delete", "discard"):
             problems.append(f"{where} would be deleted")
-        elif step.op == "update" and not allow_updates and not _adds_identity(step, cluster_id):
+        elif step.op == "update" and not allow_updates:
             problems.append(
                 f"{where} differs from the Service and would be updated: {_changes(step)}; "
                 "change the Service to match, or pass --allow-updates"

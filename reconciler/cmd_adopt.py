@@ -241,10 +241,8 @@ def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
         result.status, result.problems = "refused", [f"the preview failed: {exc}"]
         return result
     _show_preview(result, outcome)
-    result.problems = judge_preview(
-        plan, outcome, allow_updates=run.allow_updates, cluster_id=run.cluster_id
-    )
-    if records_identity(outcome, cluster_id=run.cluster_id):
+    result.problems = judge_preview(plan, outcome, allow_updates=run.allow_updates)
+    if records_identity(found.load_balancer, cluster_id=run.cluster_id):
         result.notes.append(
             f"the load balancer is tagged {cluster_id_tag(run.cluster_id)}, this cluster's "
             "identity (the kube-system namespace's UID), as every one the controller serves: "

@@ -67,6 +67,7 @@ from reconciler.engine_errors import (
     engine_error,
     redact,
 )
+from reconciler.engine_lb_tags import add_tags
 from reconciler.engine_plan import (
     HASH_TAG,
     PROJECT,
@@ -324,6 +325,8 @@ class ServiceStack:
             lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="up"
         )
         outputs = plain_outputs(result.outputs)
+        if outputs.get("lb_id"):  # before the hash: a failure here is retried by an `up`
+            self._tag_load_balancer(str(outputs["lb_id"]), spec)
         recorded = {**output_tags(outputs), **create_only_tags(wanted.requested, outputs)}
         # What the next ensure compares; written last (the CLI path sets tags in order).
         digest = spec_for_stack(desired, tags={**current, **recorded}).spec_hash()
@@ -334,6 +337,18 @@ class ServiceStack:
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         return EnsureResult(True, digest, outputs, changes, frozen)
+
+    def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:
+        """The Service's name and load-balancer-tags on its load balancer, its own or shared
+        (:mod:`reconciler.engine_lb_tags`)."""
+        add_tags(
+            self.engine.rest(),
+            lb_id,
+            spec.lb_tags(),
+            stack_name=self.name,
+            timeout=self.engine.settings.operation_timeout,
+            cancelled=self.engine.cancelled,
+        )
 
     def _record_create_only(
         self, stack: auto.Stack, tags: StackTags, current: dict[str, str]

@@ -198,7 +198,7 @@ def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | Non
     problems += plan.problems
     if not problems:
         outcome = stack.preview(plan.spec, imports=plan.imports)
-        problems += judge_preview(plan, outcome, allow_updates=True, cluster_id=settings.cluster_id)
+        problems += judge_preview(plan, outcome, allow_updates=True)
     if problems:
         _forget_new_stack(stack)
         raise ExistingLoadBalancerError(

@@ -2,9 +2,12 @@
 
 ``pulumi destroy`` deletes what the state holds; around it, what the state cannot see:
 
-* **Shared load balancers**: while listeners of other Services are on the stack's own load
-  balancer, it is released (an ``up`` with ``retain_on_delete``, kept in the cloud, as OCCM
-  does) instead of destroyed; the last sharer's delete removes it (:func:`_delete_released`).
+* **Shared load balancers**: while other Services are on the stack's own load balancer (their
+  listeners, or their names among its tags), it is released (an ``up`` with
+  ``retain_on_delete``, kept in the cloud, as OCCM does) instead of destroyed; the last
+  sharer's delete removes it (:func:`_delete_released`). A Service that leaves a load
+  balancer without deleting it takes its name off the load balancer's tags
+  (:mod:`reconciler.engine_lb_tags`).
 * **What the recovery found**: objects an interrupted create made, never in the state, are
   deleted directly (:func:`reconciler.engine_errored.delete_unadopted`).
 * **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
@@ -31,9 +34,16 @@ from reconciler.engine_errored import (
     retry_destroy_after_cascade,
 )
 from reconciler.engine_errors import ConflictError, EngineError
+from reconciler.engine_lb_tags import remove_tag
 from reconciler.engine_plan import HASH_TAG, OWNS_TAG, outputs_from_tags
 from reconciler.engine_stack_meta import run_cli, stacks_tagged
-from reconciler.model.naming import KEPT_FLOATING_IP_TAG, lb_name, made_by_cluster
+from reconciler.model.naming import (
+    KEPT_FLOATING_IP_TAG,
+    lb_name,
+    made_by_cluster,
+    others_listener,
+    services_tagged,
+)
 from reconciler.openstack_rest import OpenStackRest
 from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
 
@@ -78,9 +88,12 @@ def delete_stack(ss: ServiceStack, *, keep_floating_ip: bool | None = None) -> D
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
         ss._deadline(lambda: engine_run.up(stack, on_output=_quiet), stack=stack, doing="release")
         released = True
+        _untag(ss, rest, lb_id)  # the Services still on it no longer count us
         keep = outputs.get("fip_keep") if keep_floating_ip is None else keep_floating_ip
         if keep and outputs.get("floating_ip"):
             _mark_kept(ss, rest, lb_id, str(outputs["floating_ip"]))
+    if lb_id and shared:  # before destroy: a crash after it would leave the name for ever
+        _untag(ss, rest, lb_id)
     if unadopted:  # found by the recovery, never in the state: destroy would leave them
         delete_unadopted(
             rest,
@@ -182,14 +195,36 @@ def _cascade(ss: ServiceStack, rest: OpenStackRest, stack: auto.Stack, lb_id: st
     ss._deadline(lambda: engine_run.refresh(stack, on_output=_quiet), stack=stack, doing="refresh")
 
 
-def _others_on(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
-    """Whether listeners of other Services are on load balancer ``lb_id`` (each listener is
-    tagged with its Service's load balancer name)."""
+def _ours(ss: ServiceStack) -> str:
+    """The Service's name on its listeners and on the load balancers it is on (OCCM's)."""
     ref = ss.service
-    ours = lb_name(
+    return lb_name(
         cluster_name=ss.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
     )
-    return any(any(t != ours for t in tags if t) for tags in rest.listener_tags(lb_id))
+
+
+def _others_on(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
+    """Whether other Services are on load balancer ``lb_id``: a listener of somebody else's
+    (:func:`reconciler.model.naming.others_listener`), or another Service's name among the
+    load balancer's tags (how OCCM tells, :mod:`reconciler.engine_lb_tags`)."""
+    ours = _ours(ss)
+    if any(others_listener(tags, ours=ours) for tags in rest.listener_tags(lb_id)):
+        return True
+    lb = rest.load_balancer(lb_id)
+    return bool(services_tagged((lb or {}).get("tags") or (), but=ours))
+
+
+def _untag(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> None:
+    """Take the Service's name off a load balancer it leaves without deleting it."""
+    settings = ss.engine.settings
+    remove_tag(
+        rest,
+        lb_id,
+        _ours(ss),
+        stack_name=ss.name,
+        timeout=settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+    )
 
 
 def _delete_released(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
@@ -200,6 +235,11 @@ def _delete_released(ss: ServiceStack, rest: OpenStackRest, lb_id: str) -> bool:
         return False
     lb = rest.load_balancer(lb_id)
     if lb is None:
+        return False
+    # a Service (of this cluster or OCCM's) still counts on it; the load balancer's own name
+    # is its owner's, whose stack released it (an owner released before owners untagged
+    # themselves left it there)
+    if services_tagged(lb.get("tags") or (), but=str(lb.get("name") or "")):
         return False
     settings = ss.engine.settings
     if not made_by_cluster(lb, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id):

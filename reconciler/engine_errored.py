@@ -85,7 +85,7 @@ def cascade_delete(
         "the next sync retries",
         stack=stack_name,
     )
-    for _ in _attempts(timeout=timeout, cancelled=cancelled, late=late):
+    for _ in attempts(timeout=timeout, cancelled=cancelled, late=late):
         lb = rest.load_balancer(lb_id)
         if lb is None:
             return
@@ -98,9 +98,7 @@ def cascade_delete(
                     raise
 
 
-def _attempts(
-    *, timeout: float, cancelled: threading.Event, late: UpTimeoutError
-) -> Iterator[None]:
+def attempts(*, timeout: float, cancelled: threading.Event, late: UpTimeoutError) -> Iterator[None]:
     """One step per attempt, with a growing pause between them; raises ``late`` past
     ``timeout`` or when ``cancelled`` is set."""
     deadline = time.monotonic() + timeout
@@ -175,7 +173,7 @@ def _delete_child(
         f"{timeout:.0f}s; the next sync retries",
         stack=stack_name,
     )
-    for _ in _attempts(timeout=timeout, cancelled=cancelled, late=late):
+    for _ in attempts(timeout=timeout, cancelled=cancelled, late=late):
         try:
             rest.delete(kind, ident, missing_ok=True)
             return

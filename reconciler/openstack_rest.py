@@ -4,8 +4,9 @@ A few jobs, all about objects that no stack state records:
 
 * after a crash, find the objects of *pending creates* by name (or description), so they can be
   imported into the stack instead of leaking (:meth:`OpenStackRest.find_ids`);
-* shared load balancers: who else has listeners on one (:meth:`listener_tags`), and deleting a
-  load balancer that its owner's stack released once its last Service is gone;
+* shared load balancers: who else has listeners on one (:meth:`listener_tags`), each Service's
+  name among its tags (:meth:`set_load_balancer_tags`), and deleting a load balancer that its
+  owner's stack released once its last Service is gone;
 * ``lb-reconciler adopt``: reading an OCCM load balancer and its children, its floating IP and
   security group (GETs only), so that they can be imported into the Service's stack.
 
@@ -251,6 +252,12 @@ class OpenStackRest:
     def delete_load_balancer(self, lb_id: str) -> None:
         url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}", {"cascade": "true"})
         self._send("DELETE", url)
+
+    def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None:
+        """Replace a load balancer's tags (it goes ``PENDING_UPDATE``; 409 while it is
+        ``PENDING_*`` already)."""
+        url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}")
+        self._send("PUT", url, {"loadbalancer": {"tags": tags}})
 
     def tag_floating_ip(self, fip_id: str, tag: str) -> None:
         """Add ``tag`` to a floating IP (Neutron's tag extension)."""

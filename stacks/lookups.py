@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import pulumi_openstack as openstack
 
 from reconciler.config.subnet_match import SubnetCandidate, SubnetPatternError, matching_subnets
+from reconciler.model.naming import services_tagged
 from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
 
 __all__ = [
@@ -284,8 +285,10 @@ class SharedLoadBalancer:
 def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalancer:
     """The existing load balancer of a shared Service, and who else uses it.
 
-    Each Service tags its listeners with its own load balancer name (OCCM's name, the spec's
-    ``name``), so the Services on a load balancer are the distinct tags of its listeners.
+    Each Service has its name (OCCM's load balancer name, the spec's ``name``) among the load
+    balancer's tags and on each of its listeners, so the other Services on a load balancer are
+    the other ``kube_service_`` names on either (OCCM counts the load balancer's; a Service
+    that joined before names were kept there is found by its listeners).
     """
     try:
         lb = openstack.loadbalancer.get_loadbalancer_v2(loadbalancer_id=lb_id)
@@ -296,12 +299,12 @@ def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalanc
                 "exist; remove the annotation or give an existing load balancer"
             ) from exc
         raise
-    others: set[str] = set()
+    others = services_tagged(lb.tags or [], but=spec.name)
     in_use: list[tuple[str, int, str]] = []
     for item in lb.listeners:
         listener = openstack.loadbalancer.get_listener_v2(listener_id=item.id)
         tags = list(listener.tags or [])
-        others.update(t for t in tags if t != spec.name)
+        others.update(services_tagged(tags, but=spec.name))
         if spec.name not in tags:
             who = ", ".join(tags) or str(listener.name or listener.id)
             in_use.append((str(listener.protocol), int(listener.protocol_port), who))

@@ -27,9 +27,11 @@ still taken; children are replaced delete-before-create, since Octavia allows on
 port, one default pool per listener and one monitor per pool.
 
 **Shared load balancers** (``load-balancer-id``): only the listener chains are declared, on the
-existing load balancer; the Services already on it are the distinct tags of its listeners, and
-``max-shared-lb`` counts them. An internal Service cannot share (OCCM: floating IPs belong to the
-load balancer, not to a listener).
+existing load balancer; the Services already on it are the other ``kube_service_`` names among
+its tags and its listeners' (:func:`stacks.lookups.shared_load_balancer`), and ``max-shared-lb``
+counts them. An internal Service cannot share (OCCM: floating IPs belong to the load balancer,
+not to a listener). The load balancer's tags are given when it is made and ``ignore_changes``
+after: every Service on it adds its name there (reconciler/engine_lb_tags.py).
 
 **Protection.** The load balancer and the floating IP are declared ``protect``: an ``up`` whose
 plan would delete or replace either (a create-only field the engine failed to freeze, a
@@ -168,7 +170,7 @@ def _own_load_balancer(spec: LoadBalancerSpec, vip: _Vip, *, release: bool) -> _
         "lb",
         name=spec.name,
         description=spec.description,
-        tags=list(spec.tags),
+        tags=list(spec.lb_tags()),
         loadbalancer_provider=spec.provider,
         flavor_id=spec.flavor_id,
         availability_zone=spec.availability_zone,
@@ -176,7 +178,14 @@ def _own_load_balancer(spec: LoadBalancerSpec, vip: _Vip, *, release: bool) -> _
         vip_subnet_id=vip.subnet_id,
         vip_network_id=vip.network_id,
         vip_port_id=vip.port_id,
-        opts=_adopt("lb", pulumi.ResourceOptions(retain_on_delete=release, protect=not release)),
+        # the tags are set when it is made; then the engine adds to them (every Service on it
+        # adds its name, as OCCM does), and an `up` of its owner must not take them away
+        opts=_adopt(
+            "lb",
+            pulumi.ResourceOptions(
+                retain_on_delete=release, protect=not release, ignore_changes=["tags"]
+            ),
+        ),
     )
     return _Target(lb.id, lb.vip_address, lb.vip_port_id, lb)
 
@@ -247,6 +256,7 @@ def _chain(
             if pool_spec.session_persistence
             else None
         ),
+        tags=list(pool_spec.tags) or None,
         opts=_adopt(f"pool-{key}", child),
     )
     last: pulumi.Resource = pool

@@ -85,6 +85,8 @@ def tags(body: Mapping[str, Any]) -> None:
         not isinstance(value, list) or not all(isinstance(t, str) for t in value)
     ):
         raise invalid("tags", value, "Wrong type. Expected '[str]'")
+    if value is not None and any(len(t) > 255 for t in value):  # StringType(max_length=255)
+        raise invalid("tags", value, "Value should have a maximum length of 255")
 
 
 def ip_address(body: Mapping[str, Any], field: str) -> None:

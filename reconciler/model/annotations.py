@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.model.errors import ValidationError, annotation_field
+from reconciler.model.naming import CLUSTER_ID_TAG_PREFIX, SERVICE_PREFIX
 
 __all__ = [
     "AnnotationReader",
@@ -54,6 +55,14 @@ HOSTNAME = PREFIX + "hostname"
 LOAD_BALANCER_ADDRESS = PREFIX + "load-balancer-address"  # written by the controller, not read
 TLS_CONTAINER_REF = PREFIX + "default-tls-container-ref"
 LOAD_BALANCER_ID = PREFIX + "load-balancer-id"
+# OCCM 2.36 (PR #3149): extra tags, comma- or space-separated, on the load balancer (added to
+# the tags it has: it may be shared), on the Service's listeners and on their pools
+LOAD_BALANCER_TAGS = PREFIX + "load-balancer-tags"
+LISTENER_TAGS = PREFIX + "listener-tags"
+POOL_TAGS = PREFIX + "pool-tags"
+# the tags OCCM and this controller count owners and clusters by: not the user's to set
+RESERVED_TAG_PREFIXES = (SERVICE_PREFIX, CLUSTER_ID_TAG_PREFIX)
+MAX_TAG_LENGTH = 255  # Octavia's limit for one tag
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$")
 
@@ -111,6 +120,27 @@ class AnnotationReader:
             self._error(key, value, f"is above {maximum}", fix)
             return default
         return number
+
+    def tags(self, key: str) -> tuple[str, ...]:
+        """A list of tags as OCCM splits it (at commas and white space; empty ones dropped),
+        each once, in order. A tag longer than Octavia allows, or one starting like the tags
+        OCCM and this controller count Services and clusters by, is an error."""
+        value = self.string(key)
+        if not value:
+            return ()
+        found = tuple(dict.fromkeys(t for t in re.split(r"[\s,]+", value) if t))
+        long = [t for t in found if len(t) > MAX_TAG_LENGTH]
+        if long:
+            reason = f"has a tag longer than {MAX_TAG_LENGTH} characters ({long[0][:20]}...)"
+            self._error(key, value, reason, f"shorten each tag to {MAX_TAG_LENGTH} characters")
+            return ()
+        reserved = [t for t in found if t.startswith(RESERVED_TAG_PREFIXES)]
+        if reserved:
+            reason = f"has the tag {reserved[0]!r}, which is how Services and clusters are counted"
+            fix = "remove tags starting with " + " or ".join(RESERVED_TAG_PREFIXES)
+            self._error(key, value, reason, fix)
+            return ()
+        return found
 
     def uuid(self, key: str) -> str | None:
         """An OpenStack id; ``""`` (present but empty) is kept, meaning "none"."""

@@ -199,6 +199,8 @@ def build_spec(
             )
         )
     persistence = "SOURCE_IP" if view.session_affinity == "ClientIP" else None
+    lb_tags, listener_tags = reader.tags(a.LOAD_BALANCER_TAGS), reader.tags(a.LISTENER_TAGS)
+    pool_tags = reader.tags(a.POOL_TAGS)
     headers = (("X-Forwarded-For", "true"),) if options.x_forwarded_for else ()
     listener_acl = cidrs if features.vip_acl else ()
     listeners = []
@@ -226,6 +228,7 @@ def build_spec(
             persistence,
             members,
             mon,
+            tags=pool_tags,
         )
         listeners.append(
             ListenerSpec(
@@ -243,7 +246,7 @@ def build_spec(
                 allowed_cidrs=listener_acl,
                 insert_headers=headers,
                 default_tls_container_ref=options.tls_container_ref,
-                tags=(lb_name,),
+                tags=(lb_name, *listener_tags),
                 pool=pool,
             )
         )
@@ -271,6 +274,7 @@ def build_spec(
         name=lb_name,
         description=naming.lb_description(**ident),
         tags=(lb_name,),
+        extra_tags=lb_tags,
         existing_lb_id=existing_lb,
         provider=lb.lb_provider,
         flavor_id=flavor,

@@ -10,7 +10,7 @@ description contains "Floating IP for Kubernetes external service".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -26,9 +26,13 @@ __all__ = [
     "listener_name",
     "made_by_cluster",
     "monitor_name",
+    "others_listener",
     "pool_name",
     "security_group_description",
     "security_group_name",
+    "services_tagged",
+    "with_tags",
+    "without_tag",
 ]
 
 SERVICE_PREFIX = "kube_service_"
@@ -101,6 +105,34 @@ def made_by_cluster(lb: Mapping[str, Any], *, cluster_name: str, cluster_id: str
         and description.startswith("Kubernetes external service ")
         and description.endswith(suffix)
     )
+
+
+def services_tagged(tags: Sequence[Any], *, but: str = "") -> set[str]:
+    """The Services named in the tags of a load balancer or listener (``kube_service_...``,
+    other than ``but``): how OCCM counts the Services sharing a load balancer."""
+    return {str(t) for t in tags if str(t).startswith(SERVICE_PREFIX) and str(t) != but}
+
+
+def others_listener(tags: Sequence[Any], *, ours: str) -> bool:
+    """Whether a listener with these tags belongs to somebody else: it has tags and not our
+    name (ours carry it, besides the listener-tags annotation's). A listener with no tags at
+    all is older than OCCM's tags, or made by hand: nobody's to claim."""
+    return bool(tags) and ours not in tags
+
+
+def with_tags(current: Sequence[Any], wanted: Sequence[str]) -> list[str] | None:
+    """``current`` with the ``wanted`` tags it lacks added at the end; None when it lacks none.
+    A tag is never taken away here: a load balancer's tags are every Service's on it (OCCM's
+    ``mergeTags``)."""
+    have = [str(t) for t in current]
+    missing = [t for t in dict.fromkeys(wanted) if t not in have]
+    return [*have, *missing] if missing else None
+
+
+def without_tag(current: Sequence[Any], tag: str) -> list[str] | None:
+    """``current`` without ``tag``; None when it does not have it."""
+    have = [str(t) for t in current]
+    return [t for t in have if t != tag] if tag in have else None
 
 
 # Put on the floating IP of a released load balancer whose owner had keep-floatingip: the last

@@ -40,6 +40,10 @@ __all__ = [
 
 SPEC_VERSION = 1
 _AS_DICT = {"as_dict": True}  # field metadata: a tuple of (key, value) pairs shown as a JSON object
+# field metadata: left out of the JSON while empty, so that a field added later changes neither
+# the hash of a spec that does not use it (no `up` for every Service after an upgrade) nor the
+# reading of a spec written before it existed
+_OMIT_EMPTY = {"omit_empty": True}
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class PoolSpec:
     session_persistence: str | None  # "SOURCE_IP" or None
     members: tuple[MemberSpec, ...]
     monitor: MonitorSpec | None
+    tags: tuple[str, ...] = field(default=(), metadata=_OMIT_EMPTY)  # the pool-tags annotation
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,14 @@ class LoadBalancerSpec:
     max_shared_lb: int
     serial_api_calls: bool
     cascade_delete: bool
+    # the load-balancer-tags annotation: added to the load balancer's tags (which it may share
+    # with other Services), never removed from them, as OCCM does
+    extra_tags: tuple[str, ...] = field(default=(), metadata=_OMIT_EMPTY)
+
+    def lb_tags(self) -> tuple[str, ...]:
+        """The tags this Service wants on its load balancer: its name (how OCCM counts the
+        Services on one) and the load-balancer-tags annotation's."""
+        return (*self.tags, *self.extra_tags)
 
     def to_dict(self) -> dict[str, Any]:
         out = _encode(self)
@@ -199,6 +212,8 @@ def _encode(value: Any) -> Any:
         out: dict[str, Any] = {}
         for f in fields(value):
             item = getattr(value, f.name)
+            if f.metadata.get("omit_empty") and not item:
+                continue
             out[f.name] = {k: v for k, v in item} if f.metadata.get("as_dict") else _encode(item)
         return out
     if isinstance(value, tuple):
@@ -215,6 +230,8 @@ def _decode(cls: type[_T], data: Any) -> _T:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in data and f.metadata.get("omit_empty"):
+            continue  # its default
         if f.name not in data:
             raise ValueError(f"{cls.__name__}: missing {f.name!r}")
         raw = data[f.name]

@@ -455,3 +455,47 @@ def test_a_bad_annotation_pattern_is_named_over_a_good_cloud_conf_one() -> None:
     result = build({P + "floating-subnet": "~(?<=x)y"}, config=config)
     assert result.spec is None
     assert [e.field for e in result.errors] == [f'metadata.annotations["{P}floating-subnet"]']
+
+
+def test_tag_annotations_as_occm_splits_them() -> None:
+    """OCCM 2.36 (PR #3149): split at commas and white space, empty ones dropped."""
+    spec = spec_of(
+        {
+            P + "load-balancer-tags": "env=prod, team=net,,env=prod",
+            P + "listener-tags": "a b",
+            P + "pool-tags": " p ",
+        }
+    )
+    assert spec.tags == (LB,)  # the Service's name: what its security group carries too
+    assert spec.extra_tags == ("env=prod", "team=net")
+    assert spec.lb_tags() == (LB, "env=prod", "team=net")
+    (listener,) = spec.listeners
+    assert listener.tags == (LB, "a", "b")
+    assert listener.pool.tags == ("p",)
+
+
+def test_tag_annotations_add_nothing_to_a_spec_without_them() -> None:
+    """A field added later must not change the hash of a spec that does not use it (one `up`
+    for every Service after an upgrade) nor stop older specs from being read."""
+    data = spec_of().to_dict()
+    assert "extra_tags" not in data
+    assert "tags" not in data["listeners"][0]["pool"]
+    assert LoadBalancerSpec.from_dict(data) == spec_of()
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("x" * 256, "longer than 255 characters"),
+        ("ok,kube_service_kubernetes_default_other", "how Services and clusters are counted"),
+        ("kube_cluster_id_1234", "how Services and clusters are counted"),
+    ],
+)
+@pytest.mark.parametrize("key", ["load-balancer-tags", "listener-tags", "pool-tags"])
+def test_a_tag_the_cloud_cannot_take_is_refused_naming_the_annotation(
+    key: str, value: str, said: str
+) -> None:
+    result = build({P + key: value})
+    assert result.spec is None
+    assert [e.field for e in result.errors] == [f'metadata.annotations["{P}{key}"]']
+    assert said in str(result.errors[0])
