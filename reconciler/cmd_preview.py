@@ -31,6 +31,7 @@ from reconciler.cli_common import (
 )
 from reconciler.config import CloudConfig
 from reconciler.engine import Engine
+from reconciler.engine_adopt import examine_take_over
 from reconciler.engine_errors import EngineError
 from reconciler.engine_plan import StackInfo
 from reconciler.manifests import load
@@ -58,7 +59,9 @@ Each Service of type LoadBalancer that the controller would serve gets its spec 
 controller builds it (annotations, cloud.conf, the Nodes), and a Pulumi preview runs against its
 stack (a throw-away new stack for a new Service). Per Service: the load balancer, listeners,
 pools, members, monitors and floating IP that would be created, updated, replaced or deleted,
-with the properties that change, and a warning when the external IP would change.
+with the properties that change, and a warning when the external IP would change. A new
+Service whose load balancer already exists (made by OCCM) shows the import the controller would
+do instead of a create, or, when taking it over is not safe, fails with the reason.
 
 Manifests (-f, repeatable): files, folders (*.yaml, *.yml, *.json below them) or - for stdin;
 multi-document YAML, kind: List (kubectl get -o yaml), helm template output. Other documents,
@@ -183,7 +186,20 @@ def _preview_one(
         )
         if spec is None:
             return replace(base, error="; ".join(str(e) for e in errors))
-        outcome = engine.stack(service=spec.service).preview(spec)
+        stack = engine.stack(service=spec.service)
+        taken = examine_take_over(stack, spec) if info is None else None
+        if taken is not None and taken.refusal is not None:
+            return replace(base, error=f"the controller would refuse it: {taken.refusal}")
+        if taken is not None and taken.outcome is not None:
+            outcome = taken.outcome
+            notes = (
+                *notes,
+                f"takes over {taken.what}, made before (by OCCM, or by a stack that was lost): "
+                "its objects are imported, not created again, and its external IP stays "
+                "(docs/adopt.md)",
+            )
+        else:
+            outcome = stack.preview(spec)
     except (EngineError, OpenStackRestError) as exc:  # this Service fails, the others go on
         return replace(base, error=str(exc))
     rows = rows_from_steps(outcome.steps)

@@ -36,11 +36,12 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulumi import automation as auto
 
-from reconciler.adopt import foreign_problem, judge_preview, plan_adoption
+from reconciler.adopt import AdoptionPlan, foreign_problem, judge_preview, plan_adoption
 from reconciler.adopt_cloud import find_occm_objects
 from reconciler.engine_delete import unprotect_all
 from reconciler.engine_errors import EngineError, InvalidConfigError
@@ -48,12 +49,15 @@ from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
 
 if TYPE_CHECKING:
     from reconciler.engine import EnsureResult, ServiceStack
+    from reconciler.engine_preview import PreviewOutcome
     from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = [
     "AdoptionFailedError",
     "ExistingLoadBalancerError",
+    "TakeOver",
     "adopt",
+    "examine_take_over",
     "held_resources",
     "resources_of",
     "rollback_targets",
@@ -171,9 +175,21 @@ def adopt(
     )
 
 
-def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | None:
-    """Before the first ``up`` of a new stack: adopt the load balancer that already has the
-    Service's name, or refuse (see the module docstring). None: there is none, go on."""
+@dataclass(frozen=True)
+class TakeOver:
+    """What the first ``ensure`` of a new stack does about a load balancer that already has
+    the Service's name: adopt it with ``plan`` (``outcome``: the import's preview), or refuse
+    (``refusal``, raised by :func:`take_over`; shown by ``lb-reconciler preview``)."""
+
+    what: str  # "load balancer <name> (<id>)"
+    plan: AdoptionPlan
+    outcome: PreviewOutcome | None
+    refusal: ExistingLoadBalancerError | None
+
+
+def examine_take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> TakeOver | None:
+    """Whether a new stack takes over an existing load balancer (see the module docstring),
+    changing nothing. None: there is none with the Service's name, the program makes one."""
     settings = stack.engine.settings
     rest = stack.engine.rest()
     found, problems = find_occm_objects(rest, spec)
@@ -196,18 +212,31 @@ def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | Non
     if foreign is not None:
         problems.append(foreign)
     problems += plan.problems
+    outcome = None
     if not problems:
         outcome = stack.preview(plan.spec, imports=plan.imports)
         problems += judge_preview(plan, outcome, allow_updates=True)
+    refusal = None
     if problems:
-        _forget_new_stack(stack)
-        raise ExistingLoadBalancerError(
+        refusal = ExistingLoadBalancerError(
             f"{what} already exists and taking it over is not safe, so nothing was created "
             f"(no second load balancer, no new IP): {'; '.join(problems)}. To see and fix "
             f"it: {command}",
             stack=stack.name,
         )
-    return adopt(stack, plan.spec, imports=plan.imports)
+    return TakeOver(what, plan, outcome, refusal)
+
+
+def take_over(stack: ServiceStack, spec: LoadBalancerSpec) -> EnsureResult | None:
+    """Before the first ``up`` of a new stack: adopt the load balancer that already has the
+    Service's name, or refuse (see the module docstring). None: there is none, go on."""
+    found = examine_take_over(stack, spec)
+    if found is None:
+        return None
+    if found.refusal is not None:
+        _forget_new_stack(stack)
+        raise found.refusal
+    return adopt(stack, found.plan.spec, imports=found.plan.imports)
 
 
 def _forget_new_stack(stack: ServiceStack) -> None:

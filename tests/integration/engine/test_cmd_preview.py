@@ -21,6 +21,7 @@ import yaml
 
 from reconciler.cli import main
 from reconciler.engine import Engine, ServiceStack
+from tests import occm
 from tests.emulated import cloud_conf_text
 from tests.integration.engine.conftest import CLUSTER, NODES, PASSPHRASE, Env, service, spec_for
 
@@ -262,3 +263,61 @@ def test_preview_of_a_new_service_among_skipped_documents(env: Env, preview: Pre
         assert len(env.cloud.lbs()) == 1  # only web's
     finally:
         stack.delete()
+
+
+def test_preview_of_a_new_service_whose_occm_load_balancer_exists(
+    env: Env, preview: Preview
+) -> None:
+    """Issue 13 ("never duplicate"): the controller takes OCCM's load balancer over instead of
+    creating a second one, so the preview must say so, not show a create; and one it would
+    refuse (another cluster's) is a failure naming it and the command to run."""
+    conn = occm.connect(env.topo)
+    workers = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
+    port = [occm.Port("TCP", 80, 30080, monitor=False)]
+    ours = occm.make(
+        conn,
+        env.topo,
+        cluster=CLUSTER,
+        namespace="default",
+        name="moved",
+        ports=port,
+        nodes=workers,
+    )
+    theirs = occm.make(
+        conn,
+        env.topo,
+        cluster=CLUSTER,
+        namespace="default",
+        name="theirs",
+        ports=port,
+        nodes=workers,
+    )
+    conn.load_balancer.update_load_balancer(
+        theirs.lb_id, tags=[theirs.name, "kube_cluster_id_00000000-0000-4000-8000-0000000000aa"]
+    )
+    occm.wait_active(conn, theirs.lb_id)
+    try:
+        before = occm.snapshot(env.cloud.inventory())
+        docs = [manifest("moved", annotations={}), "---", manifest("theirs", annotations={})]
+        code, out, err = preview("\n".join(docs), "-o", "json")
+        assert code == 1, out + err  # a Service failed
+        by_key = {s["service"]: s for s in json.loads(out)["services"]}
+        moved = by_key["default/moved"]
+        assert moved["status"] == "changes", moved
+        ops = {r["name"]: r["op"] for r in moved["resources"]}
+        assert (ops["lb"], ops["fip"], ops["listener-tcp-80"]) == ("import", "import", "import")
+        assert "create" not in ops.values()
+        assert any(
+            f"takes over load balancer {ours.name} ({ours.lb_id})" in n for n in moved["notes"]
+        ), moved["notes"]
+        failed = by_key["default/theirs"]
+        assert failed["status"] == "failed"
+        assert theirs.lb_id in failed["error"]
+        assert "was not made by this cluster" in failed["error"]
+        assert "lb-reconciler adopt --cluster-name itest" in failed["error"]
+        # nothing changed, nothing left behind
+        assert occm.snapshot(env.cloud.inventory()) == before
+        assert env.engine(env.config()).stacks() == []
+    finally:
+        occm.remove(conn, ours)
+        occm.remove(conn, theirs)
