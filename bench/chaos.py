@@ -35,7 +35,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ from typing import Any
 
 import requests
 
+from bench.evidence import collect
 from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment, service_body
 from bench.invariants import Violation, check, node_addresses, service_view
 from emulator.faults import FaultConfig, FaultRule, LbFault
@@ -421,6 +422,23 @@ class Chaos:
             time.sleep(2.0)
         return found, time.monotonic() - started
 
+    def evidence(self, found: Sequence[Violation]) -> dict[str, list[str]]:
+        """What the controller, the stack and the cloud say about each Service in ``found``
+        (:mod:`bench.evidence`), read before the environment goes."""
+        try:
+            log_text = self.env.log_path.read_text(errors="replace")
+        except OSError:
+            log_text = ""
+        events = self.env.kube.list(f"/api/v1/namespaces/{NAMESPACE}/events").get("items", [])
+        return collect(
+            services=[v.service for v in found if "/" in v.service],
+            cluster=CLUSTER,
+            events=events,
+            log_text=log_text,
+            backend=self.env.demo.state / "backend",
+            resources=self.env.emulator.cloud.inventory()["resources"],
+        )
+
     def _idle(self) -> bool:
         try:
             m = self.env.metrics()
@@ -446,6 +464,7 @@ def run_chaos(options: Options) -> dict[str, Any]:
         chaos_seconds = time.monotonic() - started
         found, settle_seconds = chaos.settle()
         c = chaos.counts
+        evidence = chaos.evidence(found) if found else {}
         return {
             "chaos_seconds": round(chaos_seconds, 1),
             "settle_seconds": round(settle_seconds, 1),
@@ -462,6 +481,7 @@ def run_chaos(options: Options) -> dict[str, Any]:
             "chaos_nodes_at_end": len(chaos.nodes),
             "violations": [str(v) for v in found],
             "controller_log": str(env.log_path) if options.folder else None,
+            "evidence": evidence,
         }
 
 
@@ -562,6 +582,9 @@ def summary(result: dict[str, Any]) -> str:
         f"violations: {len(result['violations'])}",
     ]
     lines += [f"  {v}" for v in result["violations"]]
+    for service, said in (result.get("evidence") or {}).items():
+        lines.append(f"evidence for {service}:")
+        lines += [f"  {line}" for line in said]
     return "\n".join(lines)
 
 
