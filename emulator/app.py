@@ -146,6 +146,10 @@ class EmulatorApp:
                     time.sleep(decision.latency)
                 if decision.drop:
                     return None
+                if decision.lose_answer:
+                    with self.cloud.store.lock:
+                        route.handler(request)
+                    return None
                 if decision.rule is not None:
                     raise self._injected(
                         route.op, decision.rule.status, decision.rule.quota, decision.rule.message

@@ -7,7 +7,9 @@ Two kinds of rules, both loaded from the ``faults`` file (YAML/JSON) or the admi
   ``neutron.floatingip.update``, ``octavia.member.batch_update``...) and a rule's ``operation``
   is a glob. A matching rule fires with probability ``rate`` (at most ``count`` times) and then
   adds ``latency`` seconds, answers ``status`` with an error body, drops the connection without
-  an answer, or (``quota: true``) answers that service's over-quota error.
+  an answer, or (``quota: true``) answers that service's over-quota error. ``drop`` with
+  ``after: true`` carries the operation out first and then drops the connection: the cloud made
+  the change and the client never hears of it (an API process that dies mid-answer).
 * :class:`LbFault` acts on the Octavia status machine: the next matching transition of a load
   balancer (by name glob and phase) ends in ``ERROR`` or stays ``PENDING_*`` for ever.
 
@@ -34,6 +36,7 @@ class FaultRule:
     status: int = 500
     latency: float = 0.0
     drop: bool = False
+    after: bool = False  # with drop: carry the operation out, then drop (the answer is lost)
     quota: bool = False
     count: int | None = None
     message: str = "Injected fault"
@@ -47,6 +50,8 @@ class FaultRule:
             raise ValueError(f"fault rule 'latency' must be >= 0 seconds, got {self.latency}")
         if self.count is not None and self.count < 1:
             raise ValueError(f"fault rule 'count' must be >= 1 or absent, got {self.count}")
+        if self.after and not self.drop:
+            raise ValueError("fault rule 'after' needs 'drop: true' (the answer it loses)")
 
     @property
     def fails(self) -> bool:
@@ -105,7 +110,13 @@ class Decision:
 
     @property
     def drop(self) -> bool:
-        return self.rule is not None and self.rule.drop
+        """Drop the connection instead of running the operation."""
+        return self.rule is not None and self.rule.drop and not self.rule.after
+
+    @property
+    def lose_answer(self) -> bool:
+        """Run the operation, then drop the connection."""
+        return self.rule is not None and self.rule.drop and self.rule.after
 
 
 @dataclass

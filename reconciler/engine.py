@@ -68,6 +68,7 @@ from reconciler.engine_errors import (
     redact,
 )
 from reconciler.engine_lb_tags import add_tags
+from reconciler.engine_lost import lost_children
 from reconciler.engine_plan import (
     HASH_TAG,
     PROJECT,
@@ -430,7 +431,7 @@ class ServiceStack:
                 carried=self._carried_imports() if existed else None,
                 lost=lost_lookups(spec) if existed else (),
                 repair=False,
-            )
+            ).imports
             saved, self._imports = self._imports, {**self._imports, **pending}
             self._imports.update(imports or {})
             try:
@@ -561,18 +562,19 @@ class ServiceStack:
         it does not declare (a port since removed) is deleted, or it would be left behind.
         ``rest``: the caller's client, so one Keystone login serves both."""
         rest = rest or self.engine.rest()
-        found = recover_pending(
+        found, orphans = recover_pending(
             stack=stack,
             stack_name=self.name,
             rest=rest,
             carried=self._carried_imports(),
             lost=lost_lookups(spec) if spec is not None else (),
+            orphans=lost_children(spec) if spec is not None else (),
         )
         if spec is not None:
             wanted = adoptable_names(spec)
             delete_unadopted(
                 rest,
-                {n: i for n, i in found.items() if n not in wanted},
+                {**{n: i for n, i in found.items() if n not in wanted}, **orphans},
                 stack_name=self.name,
                 timeout=self.engine.settings.operation_timeout,
                 cancelled=self.engine.cancelled,

@@ -13,6 +13,9 @@ idempotent) are pure functions in :mod:`reconciler.engine_plan`; this module doe
   listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
   are returned as imports for the next ``up`` (the program declares them with ``import_``), so
   they are adopted, not created twice. The pending operations are then dropped from the state.
+  Objects a failed create made without telling the state are looked for too: the load balancer
+  and floating IP (adopted), and listeners, pools and monitors (deleted, then made again by the
+  ``up``: :mod:`reconciler.engine_lost`).
 * **Hanging operations** (:func:`run_with_deadline`): an operation past its timeout gets SIGINT
   (``pulumi`` then cancels, stops its plugins and releases its lock), SIGKILL after the grace
   period; :class:`~reconciler.engine_errors.UpTimeoutError` is raised, and the next operation
@@ -34,16 +37,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
 from reconciler.engine_errors import InterruptedOperationError, UpTimeoutError
+from reconciler.engine_lost import resolve
 from reconciler.engine_plan import PROJECT, PendingCreate, object_kind, pending_creates
 from reconciler.openstack_rest import OpenStackRest
 
 __all__ = [
+    "Recovered",
     "alive",
     "children_running",
     "clear_stale_locks",
@@ -115,6 +120,17 @@ def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
 # --- pending operations -----------------------------------------------------------------------
 
 
+def _logical_name(resource: Mapping[str, Any]) -> str:
+    return str(resource.get("urn", "")).rsplit("::", 1)[-1]
+
+
+class Recovered(NamedTuple):
+    """What :func:`recover_pending` found: objects to adopt, children to delete."""
+
+    imports: dict[str, str]
+    orphans: dict[str, str]
+
+
 def recover_pending(
     *,
     stack: auto.Stack,
@@ -122,16 +138,19 @@ def recover_pending(
     rest: OpenStackRest,
     carried: Mapping[str, str] | None = None,
     lost: Sequence[PendingCreate] = (),
+    orphans: Sequence[PendingCreate] = (),
     repair: bool = True,
-) -> dict[str, str]:
-    """Resolve what an interrupted or failed operation left; return the imports for the next
-    ``up`` (logical name -> cloud ID).
+) -> Recovered:
+    """Resolve what an interrupted or failed operation left: the imports for the next ``up``
+    and the orphans to delete before it (each logical name -> cloud ID).
 
     * each pending create of the state, looked up in the cloud (a crash);
     * ``carried``: imports an earlier ``up`` was given but did not finish, which the state
       still lacks (that ``up`` failed before adopting them);
     * ``lost``: objects the state lacks, looked up in the cloud (a create that reported failure
-      after the cloud made the object).
+      after the cloud made the object);
+    * ``orphans``: children the state lacks, looked up the same way, to be deleted rather than
+      adopted (:mod:`reconciler.engine_lost`).
 
     An object already in the state is never imported again. With ``repair`` the pending
     operations are then dropped from the state; ``repair=False`` (a preview) only looks.
@@ -141,7 +160,8 @@ def recover_pending(
     ops = state.get("pending_operations") or []
     resources = state.get("resources") or []
     known = {str(r.get("id")) for r in resources if r.get("id")}
-    present = {str(r.get("urn", "")).rsplit("::", 1)[-1] for r in resources if r.get("id")}
+    ids = {_logical_name(r): str(r["id"]) for r in resources if r.get("id")}
+    present = set(ids)
     found: dict[str, str] = {}
 
     def take(name: str, ids: Sequence[str]) -> None:
@@ -162,8 +182,18 @@ def recover_pending(
     for lookup in lost:
         if lookup.name not in present and lookup.name not in found:
             take(lookup.name, rest.find_ids(type_token=lookup.type, find_by=lookup.find_by) or [])
+    orphaned: dict[str, str] = {}
+    for lookup in orphans:
+        find_by = resolve(lookup.find_by, {**ids, **found, **orphaned})
+        if lookup.name in present or lookup.name in found or find_by is None:
+            continue
+        ids_found = rest.find_ids(type_token=lookup.type, find_by=find_by) or []
+        fresh = [i for i in ids_found if i not in known]
+        if fresh:
+            orphaned[lookup.name] = fresh[0]
+            known.add(fresh[0])
     if not repair:
-        return found
+        return Recovered(found, orphaned)
     if ops:
         log.warning(
             "stack %s: %d pending operations after a crash; importing %d",
@@ -178,7 +208,7 @@ def recover_pending(
         stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
     elif found:
         log.warning("stack %s: adopting %s, not in the state", stack_name, sorted(found))
-    return found
+    return Recovered(found, orphaned)
 
 
 # --- hanging operations -----------------------------------------------------------------------

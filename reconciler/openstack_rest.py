@@ -66,6 +66,14 @@ _COLLECTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 }
 
 
+# parents checked on the listed objects only, never sent as a filter (Octavia has no such
+# column): a pool's listeners, a monitor's pools
+_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
+    "pools": (("listenerId", "listeners"),),
+    "healthmonitors": (("poolId", "pools"),),
+}
+
+
 class OpenStackRestError(Exception):
     """A request failed; the message has the method, path and status, never the token."""
 
@@ -176,11 +184,13 @@ class OpenStackRest:
         query = {api: find_by[ours] for ours, api in filters if ours in find_by}
         if not query:
             return []
+        links = [(field, find_by[ours]) for ours, field in _LINKS.get(kind, ()) if ours in find_by]
         _status, _headers, payload = self._send("GET", self._url(service, path, query))
         return [
             str(item["id"])
             for item in payload.get(kind.replace("-", "_"), [])
             if all(_matches(item, api, value) for api, value in query.items())
+            and all(any(x.get("id") == v for x in item.get(f) or ()) for f, v in links)
             and not (kind == "floatingips" and item.get("port_id"))
         ]
 

@@ -1,0 +1,61 @@
+"""A create the cloud carried out but whose answer was lost must not block the Service.
+
+Found by a CI chaos run (0d95c0f): a Service's port changed 443 -> 8443, the emulator restarted
+while the listener for 8443 was being created, and the listener was made but its answer never
+arrived. Pulumi records no ID and no pending operation for a create that failed, so every later
+``up`` created the listener again and Octavia refused it (port in use), for ever: the Service
+kept a listener on 443 and one on 8443 without a pool, and never converged. A real Octavia API
+process that dies mid-answer does the same. The engine must look for what the spec wants and
+the state lacks after an ``up`` that did not finish, listeners, pools and monitors included, and
+delete it so the next ``up`` makes it as the spec says (reconciler/engine_lost.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconciler.engine_errors import EngineError
+from tests.integration.engine.conftest import Env, only, service, spec_for
+
+TIMEOUT = 60.0  # operation_timeout: before the fix the next up waited here on Octavia's 409
+
+
+def _ports(port: int) -> list[dict[str, Any]]:
+    return [{"name": "web", "port": port, "protocol": "TCP", "nodePort": 30080}]
+
+
+@pytest.mark.parametrize(
+    "operation",
+    ["octavia.listener.create", "octavia.pool.create", "octavia.healthmonitor.create"],
+)
+def test_a_port_change_whose_create_answer_was_lost_converges(
+    fault_env: tuple[Env, str], operation: str
+) -> None:
+    env, _admin = fault_env
+    config = env.config(load_balancer="create-monitor = true")
+    name = "lost-" + operation.split(".")[1]
+    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
+        service=spec_for(service(name, ports=_ports(443)), config).service
+    )
+    stack.ensure(spec_for(service(name, ports=_ports(443)), config))
+
+    # the cloud makes the new port's object, the answer is lost: the up fails
+    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
+    moved = spec_for(service(name, ports=_ports(8443)), config)
+    with pytest.raises(EngineError):
+        stack.ensure(moved)
+    env.cloud.clear_faults()
+
+    assert stack.ensure(moved).changed
+    cloud = env.cloud.inventory()
+    listener = only(cloud["listeners"])
+    assert listener["protocol_port"] == 8443
+    pool = only(cloud["pools"])
+    assert listener["default_pool_id"] == pool["id"]
+    assert only(cloud["healthmonitors"])["pools"] == [{"id": pool["id"]}]
+    assert stack.ensure(moved).changed is False  # settled: the hash is recorded
+
+    assert stack.delete().existed
+    assert env.cloud.lbs() == []
