@@ -6,7 +6,7 @@ in a SQLite file, ``lb-reconciler run`` as a process), then, until ``--duration`
 
 * **operations**: create a Service (1-3 TCP ports), update one (its ports, or the harmless
   ``loadbalancer.openstack.org/connection-limit`` annotation), delete one, add or remove a Node
-  (the two Nodes of :class:`reconciler.demo.Demo` always stay);
+  (the two Nodes of :class:`reconciler.local.demo.Demo` always stay);
 * **faults**, appended to the emulator's fault injector, each bounded by a count: HTTP 5xx and
   409 answers, latency, dropped connections, a load balancer transition ending in ``ERROR``, a
   load balancer stuck in ``PENDING_*``;
@@ -47,7 +47,7 @@ from bench.evidence import collect
 from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment, service_body
 from bench.invariants import Violation, check, node_addresses, service_view
 from emulator.faults import FaultConfig, FaultRule, LbFault
-from reconciler.kubeio import KubeError
+from reconciler.controller.kubeapi import KubeError
 from reconciler.model import naming
 from reconciler.model.annotations import CONNECTION_LIMIT
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler.engine_plan import PROJECT, stack_name
+from reconciler.engine.plan import PROJECT, stack_name
 from reconciler.model import naming
 
 __all__ = ["collect", "log_lines", "objects_of", "stack_lines"]

@@ -1,8 +1,8 @@
 """One benchmark environment: a local kube-apiserver, the emulator, the controller as a process.
 
-The pieces are the project's own: :class:`reconciler.localplane.LocalControlPlane` (etcd and
+The pieces are the project's own: :class:`reconciler.local.plane.LocalControlPlane` (etcd and
 kube-apiserver), :func:`emulator.server.start` with a timing profile, and
-:class:`reconciler.demo.Demo` to run ``lb-reconciler run`` as the ServiceAccount of
+:class:`reconciler.local.demo.Demo` to run ``lb-reconciler run`` as the ServiceAccount of
 ``deploy/rbac.yaml`` (two Nodes, leader election, JSON logs; here with ``create-monitor = true``
 so that the controller and the baseline build the same objects). The harness adds what
 measuring needs:
@@ -55,12 +55,12 @@ from emulator.server import EmulatorHandle
 from emulator.server import start as start_emulator
 from emulator.timing import TimingProfile
 from emulator.topology import DEFAULT_TOPOLOGY, Topology, load_topology
-from reconciler.demo import NODES, Demo, stop_process
-from reconciler.engine_recovery import descendants, send_signal, start_time
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError
-from reconciler.localplane import LocalControlPlane
-from reconciler.toolchain import Toolchain, find_toolchain
+from reconciler.controller.kubeapi import KubeApi, KubeError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.engine.recovery import descendants, send_signal, start_time
+from reconciler.local.demo import NODES, Demo, stop_process
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain, find_toolchain
 
 NAMESPACE = "bench"
 CLUSTER = "bench"
@@ -355,7 +355,7 @@ class Environment:
 
     def stacks(self) -> list[dict[str, Any]]:
         """``lb-reconciler stacks -o json`` on the controller's backend."""
-        argv = [sys.executable, "-m", "reconciler.cli", "stacks", "--state-dir"]
+        argv = [sys.executable, "-m", "reconciler.cli.main", "stacks", "--state-dir"]
         argv += [str(self.demo.state), "--cluster-name", CLUSTER, "-o", "json"]
         done = subprocess.run(
             argv, capture_output=True, text=True, env=self.demo.env, timeout=300, check=False

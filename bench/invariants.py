@@ -79,7 +79,7 @@ def service_view(obj: Mapping[str, Any]) -> ServiceView:
 
 def node_addresses(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
     """The member addresses the controller should use: every Node not being deleted, at its
-    first InternalIP (readiness is not considered, see reconciler/nodes.py)."""
+    first InternalIP (readiness is not considered, see reconciler/model/nodes.py)."""
     out = set()
     for node in nodes:
         if (node.get("metadata") or {}).get("deletionTimestamp"):

@@ -93,7 +93,7 @@ def _first_line(argv: list[str]) -> str | None:
 
 
 def environment() -> dict[str, Any]:
-    from reconciler.toolchain import find_toolchain
+    from reconciler.local.toolchain import find_toolchain
 
     tc = find_toolchain()
     versions: dict[str, str | None] = {}

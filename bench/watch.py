@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
+from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 
 
 class ServiceWatch:

@@ -1,0 +1,18 @@
+"""lb-reconciler: Kubernetes Services of ``type: LoadBalancer`` on OpenStack, one Pulumi stack each.
+
+Subject packages, lowest layer first; a package imports only from the ones above it in this
+list (``tests/unit/test_architecture.py`` checks it, and that no module import loop exists):
+
+* :mod:`reconciler.config`: OCCM's ``cloud.conf`` and the controller's settings. Pure.
+* :mod:`reconciler.model`: Service + Nodes + config -> ``LoadBalancerSpec``, predicates. Pure.
+* :mod:`stacks` (beside this package): the Pulumi program, ``LoadBalancerSpec`` -> resources.
+* :mod:`reconciler.engine`: one Pulumi stack per Service through the Automation API: up,
+  preview, refresh, destroy, recovery, adoption, the OpenStack client for what no stack records.
+* :mod:`reconciler.controller`: watches, the work queue, sync plans and their execution,
+  Events, housekeeping, the Lease, health and metrics; ``lb-reconciler run``.
+* :mod:`reconciler.cli`: the ``lb-reconciler`` command, its subcommands and their reports
+  (:mod:`reconciler.cli.terminal` imports nothing of the project; the demo prints with it).
+* :mod:`reconciler.local`: the local control plane, its PKI, the toolchain, the demo.
+
+docs/architecture.md walks one Service through them.
+"""

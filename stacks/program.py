@@ -31,7 +31,7 @@ existing load balancer; the Services already on it are the other ``kube_service_
 its tags and its listeners' (:func:`stacks.lookups.shared_load_balancer`), and ``max-shared-lb``
 counts them. An internal Service cannot share (OCCM: floating IPs belong to the load balancer,
 not to a listener). The load balancer's tags are given when it is made and ``ignore_changes``
-after: every Service on it adds its name there (reconciler/engine_lb_tags.py).
+after: every Service on it adds its name there (reconciler/engine/lb_tags.py).
 
 **Protection.** The load balancer and the floating IP are declared ``protect``: an ``up`` whose
 plan would delete or replace either (a create-only field the engine failed to freeze, a

@@ -1,8 +1,9 @@
 """Fixtures shared by all test levels.
 
-The toolchain and the control plane are real (reconciler/toolchain.py, reconciler/localplane.py).
-When the toolchain is missing, ``find_toolchain`` builds it from the Go module proxy; tests that
-need it never skip, so a broken toolchain shows as a failure, not as a quiet pass.
+The toolchain and the control plane are real (reconciler/local/toolchain.py,
+reconciler/local/plane.py). When the toolchain is missing, ``find_toolchain`` builds it from the Go
+module proxy; tests that need it never skip, so a broken toolchain shows as a failure, not as a
+quiet pass.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.localplane import LocalControlPlane
-from reconciler.toolchain import Toolchain, find_toolchain
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain, find_toolchain
 
 
 @pytest.fixture(scope="session")

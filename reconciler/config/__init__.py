@@ -31,6 +31,10 @@ OCCM does. ``floating-subnet``/``floating-subnet-tags`` follow OCCM's syntax and
 Secrets (``password``, ``trustee-password``, ``token``, ``application-credential-secret``) are held
 in :class:`Secret`, whose ``repr`` and ``str`` never show the value, and issue messages never
 quote the value of a secret key or of an unknown key (a misspelt ``pasword`` is still a password).
+
+Modules: :mod:`.gcfg` (the gcfg reader), :mod:`.parse` (what each key means, the key tables,
+cross-key checks), :mod:`.settings` (the frozen settings), :mod:`.clouds` and
+:mod:`.subnet_match`. Imports nothing of the project (the lowest layer); everything may import it.
 """
 
 from reconciler.config.parse import LB_METHODS, parse_cloud_conf, parse_go_duration

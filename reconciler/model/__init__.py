@@ -8,9 +8,14 @@ frozen dataclasses come out. Modules, each holding one kind of decision:
 * :mod:`.network`: family, internal, VIP placement, LoadBalancerClass, floating IP, source ranges;
 * :mod:`.traffic`: provider features, protocols, timeouts, monitors, status;
 * :mod:`.naming`: OCCM's names and descriptions;
-* :mod:`.build`: ``build_spec``, composing the above (node eligibility is :mod:`reconciler.nodes`);
+* :mod:`.nodes`: which Nodes back a load balancer, at which address (KEP-3458);
+* :mod:`.build`: ``build_spec``, composing the above;
 * :mod:`.spec`: the spec dataclasses, JSON round trip and content hash;
-* :mod:`.predicates`: which Services are ours and which changes matter.
+* :mod:`.predicates`: which Services are ours and which changes matter;
+* :mod:`.frozen`: create-only fields, kept as made;
+* :mod:`.errors`: validation errors and notices, as data.
+
+May import :mod:`reconciler.config` only.
 """
 
 from reconciler.model.build import BuildResult, build_spec

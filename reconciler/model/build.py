@@ -1,9 +1,9 @@
 """``build_spec``: one Service + its candidate Nodes + cloud.conf -> a LoadBalancerSpec, or errors.
 
 This is the composition only; every decision it uses has a name in :mod:`.network` (where the load
-balancer lives) or :mod:`.traffic` (how traffic flows) or :mod:`reconciler.nodes` (which Nodes).
-All problems are collected, not just the first, so one Warning Event can list them all; if there
-is any :class:`ValidationError` there is no spec, so the caller leaves the cloud as it was.
+balancer lives) or :mod:`.traffic` (how traffic flows) or :mod:`reconciler.model.nodes` (which
+Nodes). All problems are collected, not just the first, so one Warning Event can list them all; if
+there is any :class:`ValidationError` there is no spec, so the caller leaves the cloud as it was.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler import nodes as node_rules
 from reconciler.config import LB_METHODS, CloudConfig, LoadBalancerConfig
 from reconciler.model import annotations as a
 from reconciler.model import naming, network, traffic
+from reconciler.model import nodes as node_rules
 from reconciler.model.annotations import AnnotationReader
 from reconciler.model.errors import Notice, ValidationError, annotation_field, config_field
 from reconciler.model.spec import (

@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 PASSPHRASE = "e2e-process-passphrase"
 
@@ -58,7 +58,7 @@ class ControllerProcess:
         self.argv = [
             sys.executable,
             "-m",
-            "reconciler.cli",
+            "reconciler.cli.main",
             "run",
             "--kubeconfig",
             str(setup.kubeconfig),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from reconciler import kube
+from reconciler.controller import kubeconfig as kube
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NAMESPACE = NAME = "lb-reconciler"

@@ -24,18 +24,18 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.backend import PulumiEngine
-from reconciler.cli import main
+from reconciler.cli.main import main
 from reconciler.config import Secret, parse_cloud_conf
-from reconciler.controller import Controller
-from reconciler.engine import Engine, EngineSettings
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError
-from reconciler.localplane import LocalControlPlane
+from reconciler.controller.backend import PulumiEngine
+from reconciler.controller.kubeapi import KubeApi, KubeError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.controller.loop import Controller
+from reconciler.controller.queue import Backoff
+from reconciler.controller.sync_plan import ID_ANNOTATION, ControllerSettings
+from reconciler.engine.stack import Engine, EngineSettings
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, build_spec, naming
-from reconciler.queue import Backoff
-from reconciler.sync import ID_ANNOTATION, ControllerSettings
-from reconciler.toolchain import Toolchain
 from tests import occm
 from tests.e2e.test_controller import ensure_nodes, wait_for
 from tests.emulated import EmulatorAdmin, cloud_conf_text

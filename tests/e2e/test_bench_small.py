@@ -17,7 +17,7 @@ import pytest
 
 from bench import scenarios
 from bench.harness import Environment
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 pytestmark = pytest.mark.e2e
 

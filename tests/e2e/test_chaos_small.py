@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.chaos import Options, run_chaos, summary
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 pytestmark = pytest.mark.e2e
 

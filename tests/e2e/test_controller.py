@@ -1,10 +1,10 @@
 """The controller's Kubernetes semantics against a real kube-apiserver (KEP-980, upstream Events).
 
 The cloud side is :class:`RecordingEngine`, a test double of our own engine interface
-(:class:`reconciler.backend.LoadBalancerEngine`): it records each call, and at each call reads the
-Service from the API server to record whether our finalizer was already there. It can be told to
-fail, or to block until released, so the tests can look at the Service in between. Runs of the
-real engine against the emulator are in ``test_controller_engine.py``.
+(:class:`reconciler.controller.backend.LoadBalancerEngine`): it records each call, and at each call
+reads the Service from the API server to record whether our finalizer was already there. It can be
+told to fail, or to block until released, so the tests can look at the Service in between. Runs of
+the real engine against the emulator are in ``test_controller_engine.py``.
 
 Each test runs its own controller, scoped to its own namespace, with a short backoff so retries
 happen within the test's deadlines. Tests poll with deadlines; they never sleep a fixed time.
@@ -22,18 +22,18 @@ from typing import Any, TypeVar
 
 import pytest
 
-from reconciler.backend import EnsureResult, Failure
 from reconciler.config import default_config
-from reconciler.controller import Controller
-from reconciler.engine_plan import StackInfo
-from reconciler.events import COMPONENT
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError
-from reconciler.localplane import LocalControlPlane
+from reconciler.controller.backend import EnsureResult, Failure
+from reconciler.controller.events import COMPONENT
+from reconciler.controller.kubeapi import KubeApi, KubeError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.controller.loop import Controller
+from reconciler.controller.queue import Backoff
+from reconciler.controller.sync_plan import ADDRESS_ANNOTATION, ID_ANNOTATION, ControllerSettings
+from reconciler.engine.plan import StackInfo
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
-from reconciler.queue import Backoff
-from reconciler.sync import ADDRESS_ANNOTATION, ID_ANNOTATION, ControllerSettings
-from reconciler.toolchain import Toolchain
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")

@@ -24,13 +24,13 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.demo import EXAMPLE_SERVICE
-from reconciler.events import COMPONENT
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError
-from reconciler.localplane import LocalControlPlane
+from reconciler.controller.events import COMPONENT
+from reconciler.controller.kubeapi import KubeApi, KubeError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.local.demo import EXAMPLE_SERVICE
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
-from reconciler.toolchain import Toolchain
 from tests.e2e.controller_process import ControllerProcess, ControllerSetup
 from tests.e2e.rbac import install_rbac, service_account_kubeconfig
 from tests.e2e.test_controller import wait_for

@@ -16,9 +16,9 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.localplane import LocalControlPlane
-from reconciler.sync import CREATE_ONLY_REASON, ID_ANNOTATION
-from reconciler.toolchain import Toolchain
+from reconciler.controller.sync_plan import CREATE_ONLY_REASON, ID_ANNOTATION
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
 from tests.emulated import EmulatorAdmin
 

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 
 def test_demo_once_starts_checks_and_cleans_up(toolchain: Toolchain) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "reconciler.cli", "demo", "--once"],
+        [sys.executable, "-m", "reconciler.cli.main", "demo", "--once"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -26,10 +26,10 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.localplane import LocalControlPlane
+from reconciler.controller.queue import Backoff
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
-from reconciler.queue import Backoff
-from reconciler.toolchain import Toolchain
 from tests.e2e.test_controller import Running
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
 from tests.emulated import EmulatorAdmin
@@ -70,7 +70,7 @@ class RetryLog(logging.Handler):
 @pytest.fixture
 def retry_log() -> Iterator[RetryLog]:
     handler = RetryLog()
-    logger = logging.getLogger("reconciler.controller")
+    logger = logging.getLogger("reconciler.controller.loop")
     old_level = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)

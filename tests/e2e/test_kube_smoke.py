@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config, watch
 
-from reconciler.localplane import LocalControlPlane
+from reconciler.local.plane import LocalControlPlane
 
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 NAMESPACE = "smoke"

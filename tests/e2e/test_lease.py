@@ -1,4 +1,5 @@
-"""Leader election (:mod:`reconciler.lease`) between real electors on a real kube-apiserver.
+"""Leader election (:mod:`reconciler.controller.lease`) between real electors on a real
+kube-apiserver.
 
 Each test runs two electors, each with its own API connection (as two processes would), on one
 Lease in its own namespace. A monitor samples both ``is_leader()`` answers in a tight loop for the
@@ -28,10 +29,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError, KubeUnavailableError
-from reconciler.lease import LeaderElector, LeaseRecord, Observation, decide, micro_time
-from reconciler.localplane import LocalControlPlane
+from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.controller.lease import LeaderElector, LeaseRecord, Observation, decide, micro_time
+from reconciler.local.plane import LocalControlPlane
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")

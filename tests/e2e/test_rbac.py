@@ -4,8 +4,9 @@ does and nothing more, and every manifest is valid for the API server (server-si
 Everything the ServiceAccount does here, it does with its own TokenRequest token
 (:func:`tests.e2e.rbac.service_account_kubeconfig`), never by impersonation: ``kubectl auth
 can-i`` asks the API server about the token's identity, and the real calls go through
-:class:`reconciler.kubeio.KubeApi` (and :class:`reconciler.events.EventRecorder`), the same code
-and the same merge patches the controller uses.
+:class:`reconciler.controller.kubeapi.KubeApi` (and
+:class:`reconciler.controller.events.EventRecorder`), the same code and the same merge patches the
+controller uses.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler import cli
-from reconciler.events import EventRecorder
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi, KubeError
-from reconciler.localplane import LocalControlPlane
+from reconciler.cli import main as cli
+from reconciler.controller.events import EventRecorder
+from reconciler.controller.kubeapi import KubeApi, KubeError
+from reconciler.controller.kubeconfig import api_client
+from reconciler.controller.sync_plan import Event
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
-from reconciler.sync import Event
-from reconciler.toolchain import Toolchain
 from tests.e2e.rbac import DEPLOY, NAME, NAMESPACE, install_rbac, service_account_kubeconfig
 
 pytestmark = pytest.mark.e2e
@@ -234,7 +235,8 @@ def test_impersonated_can_i_agrees(installed: LocalControlPlane, toolchain: Tool
 def test_list_and_watch_services_in_all_namespaces(
     sa: KubeApi, admin: KubeApi, test_ns: str
 ) -> None:
-    """reconciler/watch.py: a paged list, then a watch from the list's resourceVersion."""
+    """reconciler/controller/watch.py: a paged list, then a watch from the list's
+    resourceVersion."""
     listed = sa.list("/api/v1/services", query={"limit": 500})
     rv = str(listed["metadata"]["resourceVersion"])
     name = f"watched-{uuid.uuid4().hex[:6]}"
@@ -323,7 +325,7 @@ def test_event_recorder_creates_then_patches_an_event(
 ) -> None:
     """events.py: a new Event is POSTed; its repeat merge-patches count and lastTimestamp. The
     recorder never raises (it logs), so the Event as the admin reads it is the evidence."""
-    caplog.set_level(logging.WARNING, logger="reconciler.events")
+    caplog.set_level(logging.WARNING, logger="reconciler.controller.events")
     recorder = EventRecorder(kube=sa, instance="rbac-test")
     event = Event("Normal", "EnsuringLoadBalancer", "Ensuring load balancer (rbac test)")
     recorder.record(service, event)

@@ -15,8 +15,8 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.localplane import LocalControlPlane
-from reconciler.toolchain import Toolchain
+from reconciler.local.plane import LocalControlPlane
+from reconciler.local.toolchain import Toolchain
 from tests import occm
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
 from tests.emulated import EmulatorAdmin

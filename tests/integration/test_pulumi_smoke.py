@@ -15,7 +15,7 @@ import pulumi
 import pulumi_openstack as openstack
 from pulumi import automation as auto
 
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 PLUGIN_VERSION = json.loads((Path(openstack.__file__).parent / "pulumi-plugin.json").read_text())[
     "version"

@@ -1,7 +1,7 @@
 """The pure decisions of ``lb-reconciler adopt``: which OCCM object becomes which logical
-resource (reconciler/adopt.py), whether a preview is acceptable, how a failed adoption is
-undone (reconciler/engine_adopt.py) and what the command prints and exits with
-(reconciler/adopt_report.py)."""
+resource (reconciler/engine/adopt_plan.py), whether a preview is acceptable, how a failed adoption
+is undone (reconciler/engine/adopt.py) and what the command prints and exits with
+(reconciler/cli/adopt_report.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from reconciler.adopt import (
+from reconciler.cli.adopt_report import ServiceResult, exit_code, render_json, render_text
+from reconciler.cli.terminal import Style
+from reconciler.engine.adopt import resources_of, rollback_targets
+from reconciler.engine.adopt_plan import (
     Chain,
     Found,
     choose_load_balancer,
@@ -22,11 +25,8 @@ from reconciler.adopt import (
     records_identity,
     unchanged_problems,
 )
-from reconciler.adopt_report import ServiceResult, exit_code, render_json, render_text
-from reconciler.engine_adopt import resources_of, rollback_targets
-from reconciler.engine_preview import PreviewOutcome, PropertyChange, ResourceStep
+from reconciler.engine.preview import PreviewOutcome, PropertyChange, ResourceStep
 from reconciler.model import LoadBalancerSpec
-from reconciler.terminal import Style
 from tests.unit.model_helpers import UUID1, UUID2, config_from, spec_of
 
 A = "loadbalancer.openstack.org/"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import build_parser, main
+from reconciler.cli.main import build_parser, main
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
-from reconciler.cli_common import CommandError, load_cloud_config
+from reconciler.cli.common import CommandError, load_cloud_config
+from reconciler.cli.main import main
 
 GLOBAL = "[Global]\nauth-url = https://keystone.example/v3\nusername = u\npassword = p\n"
 

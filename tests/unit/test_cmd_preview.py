@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
+from reconciler.cli.main import main
 from tests.unit.model_helpers import UUID1
 
 NODES = """\

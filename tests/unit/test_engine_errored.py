@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from reconciler import engine_errored
-from reconciler.engine_errored import (
+from reconciler.engine import cloud_delete as engine_errored
+from reconciler.engine.cloud_delete import (
     cascade_delete,
     delete_unadopted,
     needs_cascade,
     retry_destroy_after_cascade,
     unadopted_deletions,
 )
-from reconciler.engine_errors import UpTimeoutError
-from reconciler.openstack_rest import OpenStackRestError
+from reconciler.engine.errors import UpTimeoutError
+from reconciler.engine.openstack import OpenStackRestError
 
 
 class FakeRest:

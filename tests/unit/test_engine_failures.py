@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.engine import Engine
-from reconciler.engine_errors import (
+from reconciler.engine.errors import (
     CloudFault,
     CloudUnavailableError,
     ConflictError,
@@ -27,6 +26,7 @@ from reconciler.engine_errors import (
     headline,
     redact,
 )
+from reconciler.engine.stack import Engine
 
 TEXTS = Path(__file__).parent / "pulumi_failures"
 LB_ID = "38a083fc-ac55-4f55-a4d5-d7d2c549b4eb"
@@ -249,7 +249,7 @@ def test_the_message_is_the_same_from_one_attempt_to_the_next() -> None:
 
 # -- redaction --------------------------------------------------------------------------------
 
-DEMO_PASSPHRASE = "lb-reconciler-demo"  # reconciler/demo.py
+DEMO_PASSPHRASE = "lb-reconciler-demo"  # reconciler/local/demo.py
 STACK = "demo.accept.frozen"
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.engine_plan import (
+from reconciler.engine.plan import (
     EXTERNAL_IP_TAG,
     HASH_TAG,
     LB_ID_TAG,
@@ -25,8 +25,8 @@ from reconciler.engine_plan import (
     stack_info,
     stack_tags,
 )
-from reconciler.engine_stack_meta import _locked
-from reconciler.engine_tags import file_tags
+from reconciler.engine.stack_meta import _locked
+from reconciler.engine.tags import file_tags
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
 

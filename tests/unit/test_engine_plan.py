@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine_errors import (
+from reconciler.engine.errors import (
     ConflictError,
     InternalError,
     InvalidConfigError,
@@ -14,7 +14,7 @@ from reconciler.engine_errors import (
     classify,
     redact,
 )
-from reconciler.engine_plan import (
+from reconciler.engine.plan import (
     HASH_TAG,
     OWNS_TAG,
     VIP_SUBNET_TAG,

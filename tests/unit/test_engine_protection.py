@@ -1,9 +1,9 @@
 """A plan Pulumi refused because the load balancer or floating IP is protected reads as what it
-is (reconciler/engine_errors.py), classified as not retryable soon."""
+is (reconciler/engine/errors.py), classified as not retryable soon."""
 
 from __future__ import annotations
 
-from reconciler.engine_errors import InvalidConfigError, classify, headline, protected_refusal
+from reconciler.engine.errors import InvalidConfigError, classify, headline, protected_refusal
 
 URN = "urn:pulumi:itest.default.braces::lb-reconciler::openstack:loadbalancer/"
 # What the real engine printed in tests/integration/engine/test_engine_create_only.py

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.engine_errors import InterruptedOperationError
-from reconciler.engine_plan import PROJECT
-from reconciler.engine_recovery import repair_torn_sidecars, run_with_deadline
+from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.plan import PROJECT
+from reconciler.engine.recovery import repair_torn_sidecars, run_with_deadline
 
 
 def _stacks(root: Path) -> Path:

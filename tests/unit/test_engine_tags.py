@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine_tags import StackTags, file_tags, stack_exists
+from reconciler.engine.tags import StackTags, file_tags, stack_exists
 
 NAME = "prod.default.web"
 

@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
-from reconciler.backend import EnsureResult, Failure
-from reconciler.backend import classify as failure_of
 from reconciler.config import default_config, with_overrides
-from reconciler.controller import Controller, Retry, Settle, settle
-from reconciler.engine_errors import (
+from reconciler.controller.backend import EnsureResult, Failure
+from reconciler.controller.backend import classify as failure_of
+from reconciler.controller.loop import Controller, Retry, Settle, settle
+from reconciler.controller.queue import Backoff, Schedule, WorkQueue
+from reconciler.controller.sync_plan import Action, failure_event
+from reconciler.engine.errors import (
     CloudUnavailableError,
     ConflictError,
     EngineError,
@@ -30,10 +32,8 @@ from reconciler.engine_errors import (
     UpTimeoutError,
     engine_error,
 )
-from reconciler.engine_plan import StackInfo
+from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
-from reconciler.queue import Backoff, Schedule, WorkQueue
-from reconciler.sync import Action, failure_event
 from tests.unit.k8s_objects import EXAMPLE_SERVICE
 
 TEXTS = Path(__file__).parent / "pulumi_failures"

@@ -1,4 +1,4 @@
-"""reconciler.health: real HTTP requests to a HealthServer on a free loopback port."""
+"""reconciler.controller.health: real HTTP requests to a HealthServer on a free loopback port."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from email.message import Message
 
 import pytest
 
-from reconciler.health import HealthServer
-from reconciler.metrics import CONTENT_TYPE, Metrics
+from reconciler.controller.health import HealthServer
+from reconciler.controller.metrics import CONTENT_TYPE, Metrics
 
 
 @dataclass
@@ -197,10 +197,10 @@ def test_a_slow_probe_does_not_block_others(server: HealthServer, probes: Probes
 def test_request_log_goes_to_logging_at_debug(
     server: HealthServer, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="reconciler.health"):
+    with caplog.at_level(logging.DEBUG, logger="reconciler.controller.health"):
         request(server, "/healthz")
         request(server, "/nope")
-    lines = [r for r in caplog.records if r.name == "reconciler.health"]
+    lines = [r for r in caplog.records if r.name == "reconciler.controller.health"]
     assert any('"GET /healthz HTTP/1.1" 200' in r.getMessage() for r in lines)
     assert any('"GET /nope HTTP/1.1" 404' in r.getMessage() for r in lines)
     assert all(r.levelno == logging.DEBUG for r in lines)

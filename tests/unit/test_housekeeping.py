@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.engine_plan import StackInfo
-from reconciler.housekeeping import (
+from reconciler.controller.housekeeping_plan import (
     OrphanScan,
     drift_due,
     drift_phase,
     find_orphans,
     is_orphan,
 )
+from reconciler.controller.sync_plan import CLASS_FINALIZER, ControllerSettings
+from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER
-from reconciler.sync import CLASS_FINALIZER, ControllerSettings
 
 OLD_UID = "11111111-1111-1111-1111-111111111111"
 NEW_UID = "22222222-2222-2222-2222-222222222222"

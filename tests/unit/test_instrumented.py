@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.backend import EnsureResult
-from reconciler.engine_plan import StackInfo
-from reconciler.instrumented import InstrumentedEngine
-from reconciler.metrics import Metrics
+from reconciler.controller.backend import EnsureResult
+from reconciler.controller.instrumented import InstrumentedEngine
+from reconciler.controller.metrics import Metrics
+from reconciler.engine.plan import StackInfo
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from tests.unit.model_helpers import spec_of
 

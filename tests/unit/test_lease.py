@@ -1,4 +1,4 @@
-"""The pure decisions of :mod:`reconciler.lease`: no API server, no threads, no sleeps.
+"""The pure decisions of :mod:`reconciler.controller.lease`: no API server, no threads, no sleeps.
 
 Table-driven cases for each branch of ``decide`` (absent, follow, expired, ours, released),
 ``release_body`` and ``validate_timings``; hypothesis properties for the expiry rule and the
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.kubeio import KubeApi
-from reconciler.lease import (
+from reconciler.controller.kubeapi import KubeApi
+from reconciler.controller.lease import (
     Action,
     LeaderElector,
     LeaseRecord,

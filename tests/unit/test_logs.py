@@ -1,4 +1,5 @@
-"""reconciler.logs: JSON lines with extras and tracebacks, text lines, validation, idempotence."""
+"""reconciler.controller.logs: JSON lines with extras and tracebacks, text lines, validation,
+idempotence."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.logs import NOISY_LOGGERS, configure_logging
+from reconciler.controller.logs import NOISY_LOGGERS, configure_logging
 
 RFC3339_MS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

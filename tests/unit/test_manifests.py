@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from reconciler.manifests import STDIN, load, parse_text
+from reconciler.cli.manifests import STDIN, load, parse_text
 
 SERVICE = """\
 apiVersion: v1

@@ -1,4 +1,5 @@
-"""reconciler.metrics: names, labels, validation, scrape-time gauges and the exposition."""
+"""reconciler.controller.metrics: names, labels, validation, scrape-time gauges and the
+exposition."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconciler.metrics import (
+from reconciler.controller.metrics import (
     CONTENT_TYPE,
     RECONCILE_RESULTS,
     STACK_KINDS,

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from reconciler.engine_plan import (
+from reconciler.engine.plan import (
     CLUSTER_ID_TAG,
     CREATE_ONLY_TAG,
     FIP_NETWORK_TAG,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.nodes import (
+from reconciler.model.nodes import (
     EXCLUDE_LABEL,
     TO_BE_DELETED_TAINT,
     choose_nodes,

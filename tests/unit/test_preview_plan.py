@@ -6,10 +6,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from reconciler.manifests import Document, parse_text
+from reconciler.cli.manifests import Document, parse_text
+from reconciler.cli.preview_plan import Target, build, complete, nodes_of, select_services
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.model import build_spec
-from reconciler.preview_plan import Target, build, complete, nodes_of, select_services
-from reconciler.sync import ControllerSettings
 from tests.unit.k8s_objects import EXAMPLE_SERVICE
 from tests.unit.model_helpers import NODES, UUID1, config_from
 

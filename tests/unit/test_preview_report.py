@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from reconciler.engine_preview import PropertyChange, ResourceStep
-from reconciler.preview_plan import Skipped
-from reconciler.preview_report import (
+from reconciler.cli.preview_plan import Skipped
+from reconciler.cli.preview_report import (
     PreviewReport,
     ResourceRow,
     ServiceReport,
@@ -21,7 +20,8 @@ from reconciler.preview_report import (
     render_text,
     rows_from_steps,
 )
-from reconciler.terminal import Style
+from reconciler.cli.terminal import Style
+from reconciler.engine.preview import PropertyChange, ResourceStep
 
 FIP = "openstack:networking/floatingIp:FloatingIp"
 ASSOC = "openstack:networking/floatingIpAssociate:FloatingIpAssociate"

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from reconciler.queue import Backoff, Schedule, WorkQueue
+from reconciler.controller.queue import Backoff, Schedule, WorkQueue
 
 
 def test_add_deduplicates_and_keeps_order() -> None:

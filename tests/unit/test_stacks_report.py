@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from reconciler.engine_plan import StackInfo
-from reconciler.stacks_report import LastOperation, parse_history, render_json, render_text, row
-from reconciler.terminal import Style
+from reconciler.cli.stacks_report import LastOperation, parse_history, render_json, render_text, row
+from reconciler.cli.terminal import Style
+from reconciler.engine.plan import StackInfo
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

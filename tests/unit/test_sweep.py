@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reconciler.engine_plan import StackInfo
+from reconciler.cli.sweep_plan import plan_sweep, service_of_lb_name
+from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.plan import StackInfo
 from reconciler.model.predicates import FINALIZER
-from reconciler.sweep import plan_sweep, service_of_lb_name
-from reconciler.sync import ControllerSettings
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SETTINGS = ControllerSettings(cluster_name="prod")

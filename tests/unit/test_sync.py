@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from reconciler.backend import EnsureResult, Failure, classify
 from reconciler.config import default_config, with_overrides
-from reconciler.ingress import desired_ingress, ingress_equal
-from reconciler.model import FINALIZER, StatusSpec
-from reconciler.model.frozen import FrozenChange
-from reconciler.sync import (
+from reconciler.controller.backend import EnsureResult, Failure, classify
+from reconciler.controller.ingress import desired_ingress, ingress_equal
+from reconciler.controller.sync_plan import (
     ADDRESS_ANNOTATION,
     CLASS_FINALIZER,
     CREATE_ONLY_REASON,
@@ -31,6 +29,8 @@ from reconciler.sync import (
     should_enqueue_on_add,
     should_enqueue_on_update,
 )
+from reconciler.model import FINALIZER, StatusSpec
+from reconciler.model.frozen import FrozenChange
 from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
 
 DEFAULT = ControllerSettings()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.toolchain import TOOLS, Toolchain, ToolchainError, find_toolchain
+from reconciler.local.toolchain import TOOLS, Toolchain, ToolchainError, find_toolchain
 
 
 def _fake_tools(folder: Path, names: tuple[str, ...]) -> None:

@@ -31,7 +31,7 @@ from pulumi import automation as auto
 from emulator.cloud import CloudConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import CLOUDLIKE, INSTANT, TimingProfile
-from reconciler.toolchain import Toolchain
+from reconciler.local.toolchain import Toolchain
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
 from reconciler.config import CloudConfig, Secret, parse_cloud_conf
-from reconciler.engine import Engine, EngineSettings, ServiceStack
+from reconciler.engine.stack import Engine, EngineSettings, ServiceStack
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
-from reconciler.toolchain import Toolchain
 from tests.emulated import EmulatorAdmin, cloud_conf_text, wait_until
 
 CLUSTER = "itest"

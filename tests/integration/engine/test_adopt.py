@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from reconciler.adopt import AdoptionPlan, judge_preview, plan_adoption
-from reconciler.adopt_cloud import find_occm_objects
-from reconciler.engine import Engine, ServiceStack
-from reconciler.engine_adopt import AdoptionFailedError, adopt, held_resources
-from reconciler.engine_plan import HASH_TAG
+from reconciler.engine.adopt import AdoptionFailedError, adopt, held_resources
+from reconciler.engine.adopt_cloud import find_occm_objects
+from reconciler.engine.adopt_plan import AdoptionPlan, judge_preview, plan_adoption
+from reconciler.engine.plan import HASH_TAG
+from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.model import LoadBalancerSpec
 from tests import occm
 from tests.integration.engine.conftest import CLUSTER, Env, only, service, spec_for

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from reconciler.cli import main
-from reconciler.kube import api_client
-from reconciler.kubeio import KubeApi
-from reconciler.localplane import LocalControlPlane
+from reconciler.cli.main import main
+from reconciler.controller.kubeapi import KubeApi
+from reconciler.controller.kubeconfig import api_client
+from reconciler.local.plane import LocalControlPlane
 from reconciler.model import naming
 from tests import occm
 from tests.emulated import cloud_conf_text

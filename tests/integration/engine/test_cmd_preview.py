@@ -2,7 +2,7 @@
 
 A Service is brought up by the engine as the controller would (with its uid and node port), then
 manifests as they sit in git (no uid, no nodePort, no namespace) are previewed through
-``reconciler.cli.main``: unchanged (exit 0), a port added (creates, exit 2, in text, JSON and
+``reconciler.cli.main.main``: unchanged (exit 0), a port added (creates, exit 2, in text, JSON and
 Markdown), a ``loadBalancerIP`` and a zone (create-only: not applied, said so), an invalid
 annotation (exit 1, file and field named, nothing touched), and a new Service next to skipped
 documents (creates, no stack left behind). Throughout, the existing stack's config file stays
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler.cli import main
-from reconciler.engine import Engine, ServiceStack
+from reconciler.cli.main import main
+from reconciler.engine.stack import Engine, ServiceStack
 from tests import occm
 from tests.emulated import cloud_conf_text
 from tests.integration.engine.conftest import CLUSTER, NODES, PASSPHRASE, Env, service, spec_for

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.cli import main
-from reconciler.engine import Engine
-from reconciler.engine_errors import InterruptedOperationError
+from reconciler.cli.main import main
+from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.stack import Engine
 from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
 from tests.integration.engine.test_engine_cases import sdk
 

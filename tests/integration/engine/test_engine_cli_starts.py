@@ -1,7 +1,7 @@
 """Few `pulumi` starts per operation, and the plain CLI still sees what the engine wrote.
 
 Each `pulumi` command costs about 0.45 s of start-up, so the engine avoids the ones it can
-(reconciler.engine_tags, reconciler.engine_run). These tests spy on every `pulumi` process the
+(reconciler.engine.tags, reconciler.engine.run). These tests spy on every `pulumi` process the
 engine starts (the real processes still run) and check, with the real CLI, that the tags written
 as one file and the outputs taken from the engine events are what `pulumi stack tag ls` and
 `pulumi stack output` say, on a file:// backend and on the CLI path other backends take.
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from reconciler import engine_tags
-from reconciler.engine import ServiceStack
-from reconciler.engine_plan import HASH_TAG, create_only_tags
+from reconciler.engine import tags as engine_tags
+from reconciler.engine.plan import HASH_TAG, create_only_tags
+from reconciler.engine.stack import ServiceStack
+from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
-from reconciler.toolchain import REPO_ROOT
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
 
 

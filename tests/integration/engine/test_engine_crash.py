@@ -23,11 +23,11 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
-from reconciler.engine import ServiceStack
-from reconciler.engine_errors import EngineError
-from reconciler.engine_recovery import alive, children_running, descendants, start_time
+from reconciler.engine.errors import EngineError
+from reconciler.engine.recovery import alive, children_running, descendants, start_time
+from reconciler.engine.stack import ServiceStack
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
-from reconciler.toolchain import Toolchain
 from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
 from tests.occm import connect
 

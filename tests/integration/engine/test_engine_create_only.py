@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from reconciler import engine as engine_module
-from reconciler.engine_errors import EngineError, InvalidConfigError
-from reconciler.engine_plan import StackSpec
+from reconciler.engine import stack as engine_module
+from reconciler.engine.errors import EngineError, InvalidConfigError
+from reconciler.engine.plan import StackSpec
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
 A = "loadbalancer.openstack.org/"

@@ -5,7 +5,7 @@ the Service kept its finalizer for ever: the load balancer in ``ERROR`` after a 
 flow; a child in the cloud that the state does not know (``it has children``, which was even
 classified as not retryable). The engine must delete its own load balancer with cascade, let
 the state forget what the cascade removed, and destroy the rest. Each test here failed before
-the fix (reconciler/engine_errored.py).
+the fix (reconciler/engine/cloud_delete.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import requests
 
-from reconciler.engine import ServiceStack
-from reconciler.engine_errors import EngineError
+from reconciler.engine.errors import EngineError
+from reconciler.engine.stack import ServiceStack
 from reconciler.model.annotations import CONNECTION_LIMIT
 from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
 from tests.occm import connect
@@ -107,7 +107,7 @@ def test_delete_of_a_child_the_cloud_lost_is_given_up_and_cascaded(
         service=spec_for(svc, config).service
     )
     lb_id = stack.ensure(spec_for(svc, config)).outputs["lb_id"]
-    opened = stack._open(create=False)
+    opened = stack.open_stack(create=False)
     assert opened is not None
     listener = only(
         [

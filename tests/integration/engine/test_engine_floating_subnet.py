@@ -17,7 +17,7 @@ from typing import Any
 import openstack
 import pytest
 
-from reconciler.engine_errors import InvalidConfigError
+from reconciler.engine.errors import InvalidConfigError
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
 A = "loadbalancer.openstack.org/"

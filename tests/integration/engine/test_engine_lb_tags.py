@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine_errors import InvalidConfigError
+from reconciler.engine.errors import InvalidConfigError
 from tests.integration.engine.conftest import Env, only, service, spec_for
 from tests.integration.engine.test_engine_cases import sdk
 

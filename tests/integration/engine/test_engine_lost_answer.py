@@ -7,7 +7,7 @@ arrived. Pulumi records no ID and no pending operation for a create that failed,
 kept a listener on 443 and one on 8443 without a pool, and never converged. A real Octavia API
 process that dies mid-answer does the same. The engine must look for what the spec wants and
 the state lacks after an ``up`` that did not finish, listeners, pools and monitors included, and
-delete it so the next ``up`` makes it as the spec says (reconciler/engine_lost.py).
+delete it so the next ``up`` makes it as the spec says (reconciler/engine/lost.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine_errors import EngineError
+from reconciler.engine.errors import EngineError
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
 TIMEOUT = 60.0  # operation_timeout: before the fix the next up waited here on Octavia's 409

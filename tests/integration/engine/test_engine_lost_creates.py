@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.engine_errors import EngineError
+from reconciler.engine.errors import EngineError
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
 

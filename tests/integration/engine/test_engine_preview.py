@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from reconciler.engine_plan import HASH_TAG
-from reconciler.engine_preview import PropertyChange
-from reconciler.toolchain import REPO_ROOT
+from reconciler.engine.plan import HASH_TAG
+from reconciler.engine.preview import PropertyChange
+from reconciler.local.toolchain import REPO_ROOT
 from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
 
 A = "loadbalancer.openstack.org/"

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reconciler import engine_stack_meta
-from reconciler.engine import Engine
-from reconciler.engine_errors import InterruptedOperationError
+from reconciler.engine import stack_meta as engine_stack_meta
+from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.stack import Engine
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.model.naming import lb_name
 from tests.integration.engine.conftest import Env, service, spec_for

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine_adopt import ExistingLoadBalancerError
+from reconciler.engine.adopt import ExistingLoadBalancerError
 from tests import occm
 from tests.integration.engine.conftest import CLUSTER, Env, only, service, spec_for
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import requests
 
-from reconciler.backend import Failure
-from reconciler.backend import classify as failure_of
-from reconciler.engine_errors import UpTimeoutError
-from reconciler.engine_recovery import alive, children_running
+from reconciler.controller.backend import Failure
+from reconciler.controller.backend import classify as failure_of
+from reconciler.engine.errors import UpTimeoutError
+from reconciler.engine.recovery import alive, children_running
 from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
 
 TIMEOUT = 8.0  # operation_timeout given to the engine

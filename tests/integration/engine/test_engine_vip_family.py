@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.engine_errors import InvalidConfigError
+from reconciler.engine.errors import InvalidConfigError
 from tests.integration.engine.conftest import Env, service, spec_for
 from tests.integration.engine.test_engine_cases import sdk
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.toolchain import REPO_ROOT
+from reconciler.local.toolchain import REPO_ROOT
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
 
 

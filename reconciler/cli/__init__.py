@@ -1,0 +1,13 @@
+"""The ``lb-reconciler`` command: argument parsing, the subcommands and their reports.
+
+* :mod:`.main`: the parser and dispatch (``lb-reconciler``, ``python -m reconciler.cli``);
+* :mod:`.common`: what the user-facing subcommands share (backend flags, cloud.conf, exit codes);
+* :mod:`.terminal`: progress and colour on the terminal;
+* ``preview``: :mod:`.preview` (the command), :mod:`.manifests` and :mod:`.preview_plan` (which
+  Services, from manifest files; pure), :mod:`.preview_report` (pure);
+* ``adopt``: :mod:`.adopt` (the command), :mod:`.adopt_report` (pure);
+* ``stacks``: :mod:`.stacks` (the command), :mod:`.stacks_report` (pure);
+* ``sweep``: :mod:`.sweep` (the command), :mod:`.sweep_plan` (what is orphaned; pure).
+
+May import every other package; nothing imports this one.
+"""

@@ -1,0 +1,273 @@
+"""``lb-reconciler preview``: what applying Service manifests would do to the cloud, changing
+nothing. Decisions are pure (:mod:`reconciler.cli.manifests` loads,
+:mod:`reconciler.cli.preview_plan` selects and builds, :mod:`reconciler.cli.preview_report` folds
+and renders); this module reads the files, the Nodes and the stacks, runs the previews and prints.
+
+Order: every input is read and checked first (manifests, Nodes, cloud.conf, each Service's spec
+with placeholders for what Kubernetes assigns); any problem ends the run with exit code 1 before
+the backend is opened. Then each Service's stack is looked up (``engine.stacks()``), its last
+applied spec read to fill in the ``uid`` and node ports, and a Pulumi preview run against it
+(a stack made for a new Service is removed again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, NoReturn
+
+from reconciler.cli.common import (
+    EXIT_INVALID,
+    CommandError,
+    add_class_options,
+    add_kube_options,
+    add_stack_options,
+    controller_settings,
+    list_cluster,
+    load_cloud_config,
+    open_engine,
+)
+from reconciler.cli.manifests import load
+from reconciler.cli.preview_plan import (
+    InputError,
+    Target,
+    build,
+    complete,
+    nodes_of,
+    select_services,
+)
+from reconciler.cli.preview_report import (
+    PreviewReport,
+    ServiceReport,
+    deleted,
+    exit_code,
+    external_ip_changes,
+    render,
+    rows_from_steps,
+)
+from reconciler.cli.terminal import Style, progress
+from reconciler.config import CloudConfig
+from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.adopt import examine_take_over
+from reconciler.engine.errors import EngineError
+from reconciler.engine.openstack import OpenStackRestError
+from reconciler.engine.plan import StackInfo
+from reconciler.engine.stack import Engine
+from reconciler.model import ServiceRef
+
+__all__ = ["register"]
+
+HELP = """\
+Preview what applying Service manifests would do to the cloud, without changing anything.
+
+Each Service of type LoadBalancer that the controller would serve gets its spec built as the
+controller builds it (annotations, cloud.conf, the Nodes), and a Pulumi preview runs against its
+stack (a throw-away new stack for a new Service). Per Service: the load balancer, listeners,
+pools, members, monitors and floating IP that would be created, updated, replaced or deleted,
+with the properties that change, and a warning when the external IP would change. A new
+Service whose load balancer already exists (made by OCCM) shows the import the controller would
+do instead of a create, or, when taking it over is not safe, fails with the reason.
+
+Manifests (-f, repeatable): files, folders (*.yaml, *.yml, *.json below them) or - for stdin;
+multi-document YAML, kind: List (kubectl get -o yaml), helm template output. Other documents,
+Services of another type and Services of a class the controller does not serve are listed as
+skipped. Nodes come from the cluster (--kubeconfig, default $KUBECONFIG) or from --nodes FILE
+(kubectl get nodes -o yaml). The stack flags are the controller's; PULUMI_CONFIG_PASSPHRASE must
+be its passphrase.
+
+exit codes: 0 nothing would change; 2 something would change; 1 invalid input (each problem
+names the file, the Service, the field and the fix) or a preview failed.
+
+examples:
+  lb-reconciler preview -f deploy/services/ --cloud-config cloud.conf \\
+      --state-dir ./lbr-state --cluster-name prod
+  helm template ./chart | lb-reconciler preview -f - --nodes nodes.yaml \\
+      --cloud-config cloud.conf --backend-url s3://bucket/lbr --cluster-name prod -o markdown
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1 (invalid input), not argparse's 2, which means "changes" here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        parsed, extras = super().parse_known_args(*args, **kwargs)
+        if extras:  # would reach the top-level parser, which exits 2
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    saved, sub._parser_class = sub._parser_class, _Parser
+    try:
+        p = sub.add_parser(
+            "preview",
+            help="preview what Service manifests would change in the cloud (for CI)",
+            description=HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    finally:
+        sub._parser_class = saved
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        required=True,
+        metavar="PATH",
+        help="a manifest file, a folder of them, or - for stdin (repeatable)",
+    )
+    p.add_argument(
+        "--nodes", metavar="FILE", help="Node objects (YAML/JSON) instead of the cluster's Nodes"
+    )
+    p.add_argument(
+        "--namespace",
+        "-n",
+        default="default",
+        help="for Services without metadata.namespace (default: %(default)s)",
+    )
+    p.add_argument("--output", "-o", choices=("text", "json", "markdown"), default="text")
+    add_stack_options(p)
+    add_kube_options(p)
+    add_class_options(p)
+    p.set_defaults(func=cmd_preview)
+
+
+def _nodes(args: argparse.Namespace) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The Nodes, from --nodes or the cluster; and the problems with --nodes."""
+    if args.nodes:
+        loaded = load([args.nodes], stdin=sys.stdin)
+        nodes = nodes_of(loaded.documents)
+        errors = [str(e) for e in loaded.errors]
+        if not nodes and not errors:
+            errors.append(f"{args.nodes}: has no Node objects (kubectl get nodes -o yaml)")
+        return nodes, errors
+    try:
+        with progress("listing the cluster's Nodes"):
+            return [*list_cluster(args, "/api/v1/nodes")], []
+    except CommandError as exc:
+        raise CommandError(f"{exc}\n(or give the Nodes with --nodes FILE)") from None
+
+
+def _check(
+    targets: Sequence[Target],
+    *,
+    nodes: Sequence[Mapping[str, Any]],
+    config: CloudConfig,
+    settings: ControllerSettings,
+) -> list[InputError]:
+    """Every Service's spec, built with placeholders for what Kubernetes assigns."""
+    errors: list[InputError] = []
+    for target in targets:
+        service, _notes = complete(target.service, None)
+        _spec, found, _notices = build(
+            target, service, nodes=nodes, config=config, settings=settings
+        )
+        errors += found
+    return errors
+
+
+def _preview_one(
+    engine: Engine,
+    target: Target,
+    info: StackInfo | None,
+    *,
+    nodes: Sequence[Mapping[str, Any]],
+    config: CloudConfig,
+    settings: ControllerSettings,
+) -> ServiceReport:
+    meta = target.service["metadata"]
+    ref = ServiceRef(meta["namespace"], meta["name"], info.uid if info else "")
+    stack = engine.stack(service=ref)
+    base = ServiceReport(target.key, target.where, stack.name, "failed", new=info is None)
+    try:
+        applied = stack.applied_spec() if info is not None else None
+        service, notes = complete(target.service, applied)
+        spec, errors, notices = build(
+            target, service, nodes=nodes, config=config, settings=settings
+        )
+        if spec is None:
+            return replace(base, error="; ".join(str(e) for e in errors))
+        stack = engine.stack(service=spec.service)
+        taken = examine_take_over(stack, spec) if info is None else None
+        if taken is not None and taken.refusal is not None:
+            return replace(base, error=f"the controller would refuse it: {taken.refusal}")
+        if taken is not None and taken.outcome is not None:
+            outcome = taken.outcome
+            notes = (
+                *notes,
+                f"takes over {taken.what}, made before (by OCCM, or by a stack that was lost): "
+                "its objects are imported, not created again, and its external IP stays "
+                "(docs/adopt.md)",
+            )
+        else:
+            outcome = stack.preview(spec)
+    except (EngineError, OpenStackRestError) as exc:  # this Service fails, the others go on
+        return replace(base, error=str(exc))
+    rows = rows_from_steps(outcome.steps)
+    current = info.external_ip if info else None
+    return replace(
+        base,
+        status="changes" if rows else "no-changes",
+        rows=rows,
+        external_ip=external_ip_changes(rows, current=current) if info else (),
+        current_ip=current,
+        notes=(*notices, *notes),
+        frozen=outcome.frozen,
+    )
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    settings = controller_settings(args)
+    loaded = load(args.filename, stdin=sys.stdin)
+    targets, skipped, selected = select_services(
+        loaded.documents, settings=settings, namespace=args.namespace
+    )
+    errors = [str(e) for e in loaded.errors] + [str(e) for e in selected]
+    config = load_cloud_config(args.cloud_config)
+    nodes: list[Mapping[str, Any]] = []
+    if targets:
+        nodes, node_errors = _nodes(args)
+        errors += node_errors
+        errors += [str(e) for e in _check(targets, nodes=nodes, config=config, settings=settings)]
+    out = sys.stdout
+    if errors:
+        report = PreviewReport(skipped=tuple(skipped), errors=tuple(errors))
+        out.write(render(report, args.output, style=Style(out)))
+        count = "1 problem" if len(errors) == 1 else f"{len(errors)} problems"
+        print(f"error: {count} in the input; nothing was previewed", file=sys.stderr)
+        return exit_code(report)
+    services: list[ServiceReport] = []
+    keys = {t.key for t in targets}
+    gone = [s for s in skipped if s.key and s.key not in keys]
+    if targets or gone:
+        engine = open_engine(args, config)
+        try:
+            with progress("listing stacks"):
+                stacks = {info.key: info for info in engine.stacks()}
+        except EngineError as exc:
+            raise CommandError(str(exc)) from None
+        for target in targets:
+            with progress(f"previewing {target.key}"):
+                services.append(
+                    _preview_one(
+                        engine,
+                        target,
+                        stacks.get(target.key),
+                        nodes=nodes,
+                        config=config,
+                        settings=settings,
+                    )
+                )
+        for skip in gone:
+            info = stacks.get(str(skip.key))
+            if info is not None:
+                services.append(deleted(skip, stack=info.stack, current_ip=info.external_ip))
+    report = PreviewReport(services=tuple(services), skipped=tuple(skipped))
+    out.write(render(report, args.output, style=Style(out)))
+    return exit_code(report)

@@ -1,0 +1,23 @@
+"""The controller: Kubernetes in, stack operations out, status and Events back.
+
+What lives here (``X_plan``: pure decisions; the others carry them out):
+
+* :mod:`.runner`: ``lb-reconciler run``, one controller process composed from the parts below;
+* :mod:`.loop`: watches feed the work queue; workers carry out one Service's sync at a time;
+* :mod:`.sync_plan`: what to do for one Service and which patches and Events say so (pure);
+  :mod:`.sync`: carrying out one sync, in the order that keeps the guarantees;
+* :mod:`.ingress`: the Service's ``status.loadBalancer.ingress`` (pure);
+* :mod:`.housekeeping_plan`: orphans and drift checks (pure); :mod:`.housekeeping`: the
+  periodic scan that acts on them;
+* :mod:`.backend`: what the controller needs from the engine (a Protocol) and how it reads
+  engine failures; :mod:`.instrumented`: the engine timed and counted;
+* :mod:`.events`, :mod:`.lease`, :mod:`.queue`, :mod:`.watch`: Events, leader election, the
+  work queue, list+watch into stores;
+* :mod:`.kubeapi`: raw JSON calls to the Kubernetes API; :mod:`.kubeconfig`: API clients from a
+  kubeconfig or the in-cluster account;
+* :mod:`.health`, :mod:`.metrics`, :mod:`.logs`: probes, Prometheus metrics, log output.
+
+May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`reconciler.engine` (only
+:mod:`.runner` builds an :class:`~reconciler.engine.stack.Engine`; the rest sees it through
+:mod:`.backend`), :mod:`reconciler.local.toolchain`. Never the CLI.
+"""

@@ -1,0 +1,148 @@
+"""What the controller needs from the engine, as a Protocol, and how it reads engine failures.
+
+The controller does not import the Pulumi engine; it talks to anything with this shape:
+
+* ``ensure(spec)`` makes the load balancer of ``spec.service`` match ``spec`` (create, update, or
+  nothing when the stack's recorded spec hash is equal) and returns what the status needs;
+* ``delete(service)`` destroys the Service's load balancer and stack; it succeeds when there is
+  nothing to destroy. Only after it returns does the controller release the finalizer;
+* ``refresh(service)`` and ``stacks()`` serve the housekeeper (drift, orphans); ``cancel()``
+  interrupts running operations when the process stops.
+
+Failures are exceptions. :func:`classify` maps one to a :class:`Failure` kind, which decides the
+retry and whether the Service gets a Warning (see :mod:`reconciler.controller.loop`):
+
+* ``BUSY``: the cloud or the stack is busy and will not be for long (HTTP 409, Octavia
+  ``PENDING_*``, a stack lock held by a live operation): Warning Event, retry in seconds, a
+  bounded number of times in a row, then exponential backoff;
+* ``BACKOFF``: anything else the engine reports, a 4xx of the cloud included (a zone that does
+  not exist, 403, 404, quota), 5xx, an unreachable cloud, unknown errors: Warning Event with the
+  cloud's message, exponential backoff (the cloud, or cloud.conf, may change);
+* ``RETRY_SOON``: routine waits that are not failures of the cloud (the controller's own
+  interruption at shutdown; the API server's conflicts): retry in seconds, bounded, no Event;
+* ``INVALID``: the Service's input is invalid as written (found before any engine call): the
+  Warning naming the field; no retry until the Service changes.
+
+The real engine's hierarchy (:mod:`reconciler.engine.errors`) maps as: ``ConflictError`` ->
+``BUSY``; ``InterruptedOperationError`` -> ``RETRY_SOON``; every other ``EngineError`` ->
+``BACKOFF``. Other engines (test doubles) may instead set a ``failure_kind`` attribute holding a
+:class:`Failure` or its value; anything else is ``BACKOFF``.
+
+:class:`PulumiEngine` adapts :class:`reconciler.engine.stack.Engine` (one ``ServiceStack`` per
+Service) to the Protocol: the stack outputs ``lb_id``, ``vip_address``, ``floating_ip`` become an
+:class:`EnsureResult`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from reconciler.engine import errors as engine_errors
+from reconciler.engine.plan import StackInfo
+from reconciler.model import LoadBalancerSpec, ServiceRef
+from reconciler.model.frozen import FrozenChange
+
+if TYPE_CHECKING:
+    from reconciler.engine.stack import Engine
+
+__all__ = ["EnsureResult", "Failure", "LoadBalancerEngine", "PulumiEngine", "classify"]
+
+
+@dataclass(frozen=True)
+class EnsureResult:
+    """The stack's outputs after ``ensure``. ``changed``: an ``up`` ran and changed something."""
+
+    lb_id: str
+    vip_address: str
+    floating_ip: str | None
+    changed: bool
+    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
+
+    @property
+    def address(self) -> str:
+        """The address users reach: the floating IP if there is one, else the VIP (OCCM)."""
+        return self.floating_ip or self.vip_address
+
+
+class LoadBalancerEngine(Protocol):
+    def ensure(self, spec: LoadBalancerSpec) -> EnsureResult: ...
+
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+        """``keep_floating_ip``: the Service's ``keep-floatingip`` as it is now (None: the
+        Service is gone; the value of the last ``up`` holds)."""
+        ...
+
+    def refresh(self, service: ServiceRef) -> bool:
+        """Read the cloud back into the Service's stack; True when it had drifted (the next
+        ``ensure`` then runs an ``up`` that repairs it). False when there is no stack."""
+        ...
+
+    def stacks(self) -> Sequence[StackInfo]:
+        """This cluster's stacks, cheaply (for the orphan and drift scans)."""
+        ...
+
+    def cancel(self) -> None:
+        """Interrupt running operations (process shutdown); they raise a RETRY_SOON failure."""
+        ...
+
+
+class Failure(enum.Enum):
+    """How a failed sync is retried (see the module docstring)."""
+
+    RETRY_SOON = "retry_soon"  # routine, no Event: retry in seconds (bounded)
+    BUSY = "busy"  # the cloud or stack is busy: Warning, retry in seconds (bounded)
+    BACKOFF = "backoff"  # Warning, exponential backoff
+    INVALID = "invalid"  # the Service's input is invalid: no retry until it changes
+
+
+def classify(exc: BaseException) -> Failure:
+    if isinstance(exc, engine_errors.InterruptedOperationError):
+        return Failure.RETRY_SOON
+    if isinstance(exc, engine_errors.ConflictError):
+        return Failure.BUSY
+    if isinstance(exc, engine_errors.EngineError):
+        return Failure.BACKOFF
+    kind = getattr(exc, "failure_kind", None)
+    if isinstance(kind, Failure):
+        return kind
+    if isinstance(kind, str):
+        try:
+            return Failure(kind)
+        except ValueError:
+            return Failure.BACKOFF
+    return Failure.BACKOFF
+
+
+class PulumiEngine:
+    """:class:`LoadBalancerEngine` over the Pulumi Automation API engine."""
+
+    def __init__(self, *, engine: Engine) -> None:
+        self._engine = engine
+
+    def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
+        result = self._engine.stack(service=spec.service).ensure(spec)
+        out = result.outputs
+        fip = out.get("floating_ip")
+        return EnsureResult(
+            lb_id=str(out.get("lb_id") or ""),
+            vip_address=str(out.get("vip_address") or ""),
+            floating_ip=str(fip) if fip else None,
+            changed=result.changed,
+            frozen=result.frozen,
+        )
+
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+        self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip)
+
+    def refresh(self, service: ServiceRef) -> bool:
+        changes = self._engine.stack(service=service).refresh()
+        return any(kind != "same" and count for kind, count in changes.items())
+
+    def stacks(self) -> Sequence[StackInfo]:
+        return self._engine.stacks()
+
+    def cancel(self) -> None:
+        self._engine.cancel()

@@ -1,0 +1,414 @@
+"""What to do for one Service, and which patches and Events say so: pure functions over dicts.
+
+The upstream service controller's ``syncLoadBalancerIfNeeded`` interleaves deciding and doing.
+Here the deciding is split out, so every path is a table-driven unit test and
+:mod:`reconciler.controller.loop` only carries the plans out (API calls, engine calls, in the order
+given). Three decisions:
+
+* :func:`decide`: ``ENSURE``, ``CLEANUP`` or ``IGNORE`` (KEP-980 and upstream ``wantsLoadBalancer``
+  / ``needsCleanup``, extended with the load balancer classes this controller owns);
+* :func:`plan_ensure` then :func:`plan_after_ensure`: the spec (or the validation errors and the
+  Warning that reports them, leaving the cloud alone), the finalizer patch that must succeed
+  before any cloud change, the Events, and the status and annotation patches from the engine's
+  outputs, each ``None`` when nothing differs;
+* :func:`plan_cleanup`: the Events and the patch that releases the finalizer, to be applied only
+  after the engine's ``delete`` returned.
+
+Finalizers. Classless Services use ``service.kubernetes.io/load-balancer-cleanup`` as upstream
+does. A Service whose ``spec.loadBalancerClass`` is one this controller owns gets
+``settings.class_finalizer`` instead: a cloud controller manager running beside us treats the
+standard finalizer on *any* Service as its own (upstream ``needsCleanup`` ignores the class) and
+would delete the load balancer and strip it. Finalizer patches are JSON merge patches that carry
+``metadata.resourceVersion``: the list is replaced whole, and the precondition makes the API
+server refuse (409) if anyone changed the object since we read it, so no one's finalizer is lost.
+
+Events. Reasons and default messages are upstream's, and one of our own:
+``CreateOnlyFieldChanged`` (Warning), after every sync whose Service asks to change a field the
+load balancer keeps as it was made with (:mod:`reconciler.model.frozen`), naming the field, the
+value in use, the value asked for and what to do. ``EnsuringLoadBalancer`` /
+``EnsuredLoadBalancer`` frame a sync whose spec differs from the last one this process applied (or
+the first after start, as upstream); ``UpdatedLoadBalancer`` ("with new hosts") when only members
+changed; ``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
+``DeletedLoadBalancer`` around cleanup; ``SyncLoadBalancerFailed`` for a failure, including invalid
+input, whose message names the field, the value and the fix.
+
+Status: :mod:`reconciler.controller.ingress`. Annotations ``load-balancer-id`` and
+``load-balancer-address`` are written as OCCM does, only the keys that differ.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reconciler.config import CloudConfig
+from reconciler.controller.backend import EnsureResult
+from reconciler.controller.ingress import desired_ingress, status_patch
+from reconciler.model import (
+    FINALIZER,
+    LoadBalancerSpec,
+    ValidationError,
+    build_spec,
+    needs_update,
+    wants_load_balancer,
+)
+from reconciler.model import nodes as node_rules
+from reconciler.model.network import keep_floating_ip_now
+from reconciler.model.predicates import part
+from reconciler.model.traffic import warning_reason
+
+__all__ = [
+    "ADDRESS_ANNOTATION",
+    "CLASS_FINALIZER",
+    "CREATE_ONLY_REASON",
+    "ID_ANNOTATION",
+    "Action",
+    "AfterEnsure",
+    "Change",
+    "CleanupPlan",
+    "ControllerSettings",
+    "EnsurePlan",
+    "Event",
+    "add_finalizer_patch",
+    "classify_change",
+    "decide",
+    "failure_event",
+    "node_fingerprint",
+    "plan_after_ensure",
+    "plan_cleanup",
+    "plan_ensure",
+    "service_key",
+    "should_enqueue_on_add",
+    "should_enqueue_on_update",
+]
+
+CLASS_FINALIZER = "lb-reconciler.openstack.org/load-balancer-cleanup"
+ID_ANNOTATION = "loadbalancer.openstack.org/load-balancer-id"
+ADDRESS_ANNOTATION = "loadbalancer.openstack.org/load-balancer-address"
+NORMAL, WARNING = "Normal", "Warning"
+# A create-only field (reconciler.model.frozen) was edited; the load balancer keeps its value.
+CREATE_ONLY_REASON = "CreateOnlyFieldChanged"
+MAX_MESSAGE = 1024
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """Which Services are ours and what we call them. ``owned_classes``: ``loadBalancerClass``
+    values this controller serves; ``serve_default``: also serve Services without a class."""
+
+    cluster_name: str = "kubernetes"
+    owned_classes: frozenset[str] = frozenset()
+    serve_default: bool = True
+    class_finalizer: str = CLASS_FINALIZER
+
+    def our_finalizers(self) -> tuple[str, ...]:
+        out = (FINALIZER,) if self.serve_default else ()
+        return out + ((self.class_finalizer,) if self.owned_classes else ())
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+
+
+class Action(enum.Enum):
+    IGNORE = "ignore"
+    ENSURE = "ensure"
+    CLEANUP = "cleanup"
+
+
+class Change(enum.Enum):
+    """The spec compared with the last one this process applied for the same Service."""
+
+    NONE = "none"
+    HOSTS = "hosts"  # only pool members differ
+    FULL = "full"  # anything else, or nothing known
+
+
+def _meta(service: Mapping[str, Any]) -> Mapping[str, Any]:
+    return part(service, "metadata")
+
+
+def _finalizers(service: Mapping[str, Any]) -> list[str]:
+    value = _meta(service).get("finalizers")
+    return [str(f) for f in value] if isinstance(value, list) else []
+
+
+def service_key(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def _wants(service: Mapping[str, Any], settings: ControllerSettings) -> bool:
+    return wants_load_balancer(
+        service, owned_classes=settings.owned_classes, serve_default=settings.serve_default
+    )
+
+
+def _finalizer_for(service: Mapping[str, Any], settings: ControllerSettings) -> str:
+    cls = part(service, "spec").get("loadBalancerClass")
+    return FINALIZER if cls is None else settings.class_finalizer
+
+
+def _held(service: Mapping[str, Any], settings: ControllerSettings) -> list[str]:
+    """Our finalizers on ``service``. The standard one is ours only on a classless Service: on a
+    Service of another class it belongs to that class's controller (the class cannot change
+    while the type is LoadBalancer, so we never put it there)."""
+    cls = part(service, "spec").get("loadBalancerClass")
+    ours = set()
+    if settings.serve_default and cls is None:
+        ours.add(FINALIZER)
+    if settings.owned_classes and (cls is None or cls in settings.owned_classes):
+        ours.add(settings.class_finalizer)
+    return [f for f in _finalizers(service) if f in ours]
+
+
+def decide(service: Mapping[str, Any], settings: ControllerSettings) -> Action:
+    """KEP-980: clean up when we hold a finalizer and the Service is being deleted or no longer
+    wants our load balancer; ensure when it wants one; otherwise leave it alone. A Service being
+    deleted that never got our finalizer is left alone: finalizers cannot be added any more."""
+    held = _held(service, settings)
+    deleting = bool(_meta(service).get("deletionTimestamp"))
+    wants = _wants(service, settings)
+    if held and (deleting or not wants):
+        return Action.CLEANUP
+    if wants and not deleting:
+        return Action.ENSURE
+    return Action.IGNORE
+
+
+def should_enqueue_on_add(service: Mapping[str, Any], settings: ControllerSettings) -> bool:
+    """Upstream ``AddFunc``: wants a load balancer or needs cleanup (covers missed deletions)."""
+    return decide(service, settings) is not Action.IGNORE
+
+
+def should_enqueue_on_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], settings: ControllerSettings
+) -> bool:
+    """Upstream ``UpdateFunc`` (``needsUpdate`` or ``needsCleanup``), plus: our finalizer is
+    missing from a Service we serve (removed by hand), which the next sync puts back."""
+    action = decide(new, settings)
+    if action is Action.CLEANUP:
+        return True
+    if action is Action.ENSURE and _finalizer_for(new, settings) not in _finalizers(new):
+        return True
+    return needs_update(
+        old, new, owned_classes=settings.owned_classes, serve_default=settings.serve_default
+    )
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+
+def node_fingerprint(nodes: Sequence[Mapping[str, Any]]) -> frozenset[tuple[Any, ...]]:
+    """What of the Nodes can change a load balancer (KEP-3458): the eligible Nodes, their labels
+    (``node-selector`` reads them) and their addresses. Readiness is left out on purpose: a Ready
+    flap must not rewrite every pool."""
+    out = set()
+    for node in nodes:
+        if not node_rules.is_eligible(node):
+            continue
+        labels = tuple(sorted(part(part(node, "metadata"), "labels").items()))
+        raw = part(node, "status").get("addresses")
+        addresses = tuple(
+            sorted(
+                (str(a.get("type")), str(a.get("address")))
+                for a in (raw if isinstance(raw, list) else [])
+                if isinstance(a, Mapping) and a.get("type") in ("InternalIP", "ExternalIP")
+            )
+        )
+        out.add((node_rules.node_name(node), labels, addresses))
+    return frozenset(out)
+
+
+# -- ensure -----------------------------------------------------------------------------------
+
+
+def _without_members(spec: LoadBalancerSpec) -> LoadBalancerSpec:
+    """``spec`` without what Node changes touch: members, and the autodetect address (the first
+    Node's; the engine keeps the VIP subnet it detected once, see ``spec_for_stack``)."""
+    listeners = tuple(replace(lst, pool=replace(lst.pool, members=())) for lst in spec.listeners)
+    return replace(spec, listeners=listeners, vip_autodetect_address=None)
+
+
+def classify_change(
+    previous: LoadBalancerSpec | None, new: LoadBalancerSpec, *, previous_lb_id: str | None
+) -> Change:
+    """``previous_lb_id``: the id the engine returned last time. Our own ``load-balancer-id``
+    annotation coming back in the next spec is not a change the user made."""
+    if previous is None or previous.service.uid != new.service.uid:
+        return Change.FULL
+    if previous.existing_lb_id is None:
+        new = new.owning(previous_lb_id)
+    if new == previous:
+        return Change.NONE
+    if _without_members(new) == _without_members(previous):
+        return Change.HOSTS
+    return Change.FULL
+
+
+def _invalid_message(errors: Sequence[ValidationError]) -> str:
+    problems = " | ".join(str(e) for e in errors)
+    text = (
+        "Error syncing load balancer: invalid configuration, the load balancer was left as it "
+        f"was: {problems}"
+    )
+    return _clip(text)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+
+
+@dataclass(frozen=True)
+class EnsurePlan:
+    """``spec`` None means invalid input: emit ``events`` and stop; the cloud is not touched."""
+
+    spec: LoadBalancerSpec | None
+    errors: tuple[ValidationError, ...]
+    change: Change
+    finalizer_patch: dict[str, Any] | None
+    events: tuple[Event, ...]
+    notices: tuple[str, ...] = ()
+
+
+def add_finalizer_patch(
+    service: Mapping[str, Any], settings: ControllerSettings
+) -> dict[str, Any] | None:
+    """The merge patch (with resourceVersion) that adds our finalizer; None if it is there."""
+    finalizer = _finalizer_for(service, settings)
+    current = _finalizers(service)
+    if finalizer in current:
+        return None
+    rv = str(_meta(service).get("resourceVersion") or "")
+    return {"metadata": {"resourceVersion": rv, "finalizers": [*current, finalizer]}}
+
+
+def plan_ensure(
+    *,
+    service: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    config: CloudConfig,
+    settings: ControllerSettings,
+    previous: LoadBalancerSpec | None = None,
+    previous_lb_id: str | None = None,
+) -> EnsurePlan:
+    result = build_spec(
+        service=service, nodes=nodes, config=config, cluster_name=settings.cluster_name
+    )
+    notices = tuple(str(n) for n in result.notices)
+    if result.spec is None:
+        event = Event(WARNING, "SyncLoadBalancerFailed", _invalid_message(result.errors))
+        return EnsurePlan(None, result.errors, Change.NONE, None, (event,), notices)
+    change = classify_change(previous, result.spec, previous_lb_id=previous_lb_id)
+    events: list[Event] = []
+    if change is Change.FULL:
+        events.append(Event(NORMAL, "EnsuringLoadBalancer", "Ensuring load balancer"))
+    if change is not Change.NONE and any(n.field == "nodes" for n in result.notices):
+        events.append(
+            Event(
+                WARNING,
+                "UnAvailableLoadBalancer",
+                "There are no available nodes for LoadBalancer",
+            )
+        )
+    if change is not Change.NONE:
+        for notice in result.notices:
+            if reason := warning_reason(notice):
+                events.append(Event(WARNING, reason, _clip(str(notice))))
+    patch = add_finalizer_patch(service, settings)
+    return EnsurePlan(result.spec, (), change, patch, tuple(events), notices)
+
+
+@dataclass(frozen=True)
+class AfterEnsure:
+    status_patch: dict[str, Any] | None  # JSON merge patch for the status subresource
+    annotation_patch: dict[str, Any] | None  # JSON merge patch for the Service
+    events: tuple[Event, ...]
+
+
+def plan_after_ensure(
+    *,
+    service: Mapping[str, Any],
+    spec: LoadBalancerSpec,
+    result: EnsureResult,
+    change: Change,
+    no_nodes: bool = False,
+) -> AfterEnsure:
+    events: tuple[Event, ...] = ()
+    if change is Change.FULL:
+        events = (Event(NORMAL, "EnsuredLoadBalancer", "Ensured load balancer"),)
+    elif change is Change.HOSTS and not no_nodes:
+        events = (Event(NORMAL, "UpdatedLoadBalancer", "Updated load balancer with new hosts"),)
+    events += tuple(Event(WARNING, CREATE_ONLY_REASON, _clip(f.message())) for f in result.frozen)
+    annotations = part(_meta(service), "annotations")
+    wanted = {ID_ANNOTATION: result.lb_id, ADDRESS_ANNOTATION: result.address}
+    differ = {k: v for k, v in wanted.items() if annotations.get(k) != v}
+    annotation_patch = {"metadata": {"annotations": differ}} if differ else None
+    status = status_patch(service, desired_ingress(spec.status, result.address))
+    return AfterEnsure(status, annotation_patch, events)
+
+
+# -- cleanup ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    """Before ``delete``: ``events_before``. After it succeeded: ``finalizer_patch`` (merge patch
+    with resourceVersion; also drops our annotations), ``events_after``, then ``status_patch``."""
+
+    events_before: tuple[Event, ...]
+    finalizer_patch: dict[str, Any] | None
+    events_after: tuple[Event, ...]
+    status_patch: dict[str, Any] | None = field(default=None)
+    keep_floating_ip: bool = False  # the Service's keep-floatingip now, for the engine's delete
+
+
+def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> CleanupPlan:
+    held = set(_held(service, settings))
+    current = _finalizers(service)
+    patch: dict[str, Any] | None = None
+    if held:
+        meta: dict[str, Any] = {
+            "resourceVersion": str(_meta(service).get("resourceVersion") or ""),
+            "finalizers": [f for f in current if f not in held],
+        }
+        annotations = part(_meta(service), "annotations")
+        ours = {k: None for k in (ID_ANNOTATION, ADDRESS_ANNOTATION) if k in annotations}
+        if ours:
+            meta["annotations"] = ours
+        patch = {"metadata": meta}
+    status = status_patch(service, [])
+    return CleanupPlan(
+        events_before=(Event(NORMAL, "DeletingLoadBalancer", "Deleting load balancer"),),
+        finalizer_patch=patch,
+        events_after=(Event(NORMAL, "DeletedLoadBalancer", "Deleted load balancer"),),
+        status_patch=status,
+        keep_floating_ip=keep_floating_ip_now(part(_meta(service), "annotations")),
+    )
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+def failure_event(*, action: Action, error: str, retry_in: float | None) -> Event:
+    """Upstream's ``Error syncing load balancer: failed to ... load balancer: <err>``, plus when
+    the next attempt is, so a user knows whether to wait or to act.
+
+    ``<err>`` is the first line of ``error``: an engine error puts the cloud's own message there
+    (:func:`reconciler.engine.errors.describe`) and pulumi's error lines after it, for the log.
+    It is clipped so that the retry time always shows; the message stays the same from one
+    attempt to the next while the cloud says the same, so Events aggregate (a count)."""
+    verb = "delete" if action is Action.CLEANUP else "ensure"
+    head = f"Error syncing load balancer: failed to {verb} load balancer: "
+    tail = f"; retrying in {retry_in:g}s" if retry_in is not None else ""
+    lines = error.strip().splitlines()
+    said = lines[0].strip() if lines else "unknown error"
+    room = MAX_MESSAGE - len(head) - len(tail)
+    if len(said) > room:
+        said = said[: room - 3] + "..."
+    return Event(WARNING, "SyncLoadBalancerFailed", head + said + tail)

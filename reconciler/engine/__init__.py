@@ -1,0 +1,27 @@
+"""The stack engine: one Pulumi stack per Service, driven through the Automation API.
+
+What lives here (``X_plan``/``plan``: pure decisions; the others carry them out):
+
+* :mod:`.stack`: :class:`~.stack.Engine` (the stacks of this cluster) and
+  :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``delete`` of one Service);
+* :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
+  stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
+  and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
+* :mod:`.plan`: stack names, tags, provider config, skips, crash leftovers (pure);
+* :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
+* :mod:`.preview`: a preview's engine events as data;
+* :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
+* :mod:`.lost`: children a failed create left in the cloud (pure);
+* :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
+  child by child when ``pulumi destroy`` cannot;
+* :mod:`.adopt`, :mod:`.adopt_plan` (pure), :mod:`.adopt_cloud`: taking OCCM's objects into
+  stacks (``lb-reconciler adopt`` and the first sync's takeover);
+* :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
+* :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
+* :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`;
+* :mod:`.openstack`: the small OpenStack client for what no stack state records.
+
+May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks`,
+:mod:`reconciler.local.toolchain` (to find ``pulumi``). Never the controller or the CLI. Nothing
+is re-exported here, so importing :mod:`.errors` does not load Pulumi.
+"""

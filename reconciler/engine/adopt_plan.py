@@ -1,0 +1,491 @@
+"""Adopting OCCM's load balancers into Service stacks: the pure decisions.
+
+A cluster moving from openstack-cloud-controller-manager (OCCM) already has, for each Service of
+type LoadBalancer, an Octavia load balancer named ``kube_service_<cluster>_<ns>_<name>`` with
+its listeners, pools, members and monitors, and a floating IP on its VIP port. ``lb-reconciler
+adopt`` imports those objects into the Service's stack (Pulumi ``import``), so that the
+controller takes them over without recreating anything: a new load balancer would mean a new
+IP address.
+
+Two decisions live here, over plain dicts shaped like the Octavia and Neutron API's JSON (the
+reading is :mod:`reconciler.engine.adopt_cloud`, the stack work :mod:`reconciler.engine.adopt`):
+
+* :func:`plan_adoption`: which cloud object becomes which logical resource of the program
+  (:mod:`stacks.program`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
+  ``monitor-...``, ``fip``, ``fip-association``, ``sg``, ``sg-rule-...``). Listeners are matched
+  by port and protocol family, not by OCCM's index in the name, so a reordered port list still
+  matches (the name is then an update). What the Service asks for and OCCM never made is
+  created; what OCCM made and the Service no longer asks for is left alone and reported;
+  anything ambiguous is a problem that stops the adoption of that Service.
+* :func:`judge_preview`: the preview of the import (``ServiceStack.preview(spec, imports=...)``)
+  must import everything planned and replace or delete nothing; an in-place update (the Service
+  asks for another algorithm, a Node was added) is refused unless the user allows updates.
+  Pulumi no longer fails an import whose inputs differ from the object: it imports it and then
+  updates it, so this check is what keeps "adopt" from changing the cloud behind the user's back.
+
+Only a load balancer proven this cluster's is adopted (:func:`foreign_problem`, over
+:func:`reconciler.model.naming.made_by_cluster`): OCCM's name alone is no proof, since two
+clusters with the same ``--cluster-name`` in one project name theirs alike (OCCM #3102). Its
+description must be OCCM's for this cluster and, when it carries cluster identity tags
+(``kube_cluster_id_<uid>``, OCCM's PR #3103 and this controller), this cluster's must be among
+them. :func:`not_this_clusters` says why one is not; ``lb-reconciler sweep`` uses it too.
+
+The Service's own load balancer id in ``loadbalancer.openstack.org/load-balancer-id`` (OCCM
+writes it, as the controller does) is not a request to share: the plan's spec drops it, and the
+stack's ``lbr:owns-lb`` tag makes the controller's later specs agree
+(:func:`reconciler.engine.plan.spec_for_stack`). An annotation naming a load balancer that is not
+named for the Service means the Service shares it: then only its listener chains (the listeners
+tagged with the Service's name) are adopted, never the load balancer or its floating IP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reconciler.engine.preview import REPLACING_OPS, PreviewOutcome, ResourceStep
+from reconciler.model.naming import (
+    CLUSTER_ID_TAG_PREFIX,
+    SERVICE_PREFIX,
+    cluster_id_tag,
+    lb_description,
+    made_by_cluster,
+)
+from reconciler.model.spec import ListenerSpec, LoadBalancerSpec, SecurityGroupRuleSpec
+from stacks.program import logical_suffix
+from stacks.shared import port_family
+
+__all__ = [
+    "AdoptionPlan",
+    "Chain",
+    "Found",
+    "choose_load_balancer",
+    "foreign_problem",
+    "judge_preview",
+    "not_this_clusters",
+    "plan_adoption",
+    "records_identity",
+    "unchanged_problems",
+]
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One listener of the load balancer with its default pool, the pool's members and monitor."""
+
+    listener: Obj
+    pool: Obj | None = None
+    members: tuple[Obj, ...] = ()
+    monitor: Obj | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the cloud holds for one Service (as its API returned it)."""
+
+    load_balancer: Obj | None
+    shared: bool = False  # the Service's annotation names another Service's load balancer
+    chains: tuple[Chain, ...] = ()
+    floating_ips: tuple[Obj, ...] = ()  # on the load balancer's VIP port
+    security_groups: tuple[Obj, ...] = ()  # named as OCCM names the Service's group (with rules)
+
+
+@dataclass(frozen=True)
+class AdoptionPlan:
+    """``imports`` {logical name: cloud ID} for ``spec`` (the spec as the stack must declare it).
+    ``notes`` say what will be created and what is left alone; ``problems`` stop the adoption."""
+
+    spec: LoadBalancerSpec
+    lb_id: str | None
+    shared: bool = False
+    imports: dict[str, str] = field(default_factory=dict)
+    described: dict[str, str] = field(default_factory=dict)  # logical name -> what it is
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        """There is something to adopt."""
+        return self.lb_id is not None
+
+
+def choose_load_balancer(
+    spec: LoadBalancerSpec, *, named: Sequence[Obj], annotated: Obj | None
+) -> tuple[Obj | None, bool, list[str]]:
+    """The load balancer to adopt: (it or None, shared, problems).
+
+    ``named``: the load balancers named for the Service; ``annotated``: the one its
+    ``load-balancer-id`` annotation names (None when there is none or it does not exist).
+    """
+    wanted = spec.existing_lb_id
+    if wanted:
+        own = [lb for lb in named if lb.get("id") == wanted]
+        if own:
+            return own[0], False, []
+        if annotated is None:
+            problem = (
+                f"loadbalancer.openstack.org/load-balancer-id names {wanted}, which does not "
+                "exist; remove the annotation (a new load balancer is then made) or correct it"
+            )
+            return None, False, [problem]
+        return annotated, True, []
+    if len(named) > 1:
+        ids = ", ".join(str(lb.get("id")) for lb in named)
+        return (
+            None,
+            False,
+            [
+                f"{len(named)} load balancers are named {spec.name} ({ids}); set "
+                "loadbalancer.openstack.org/load-balancer-id to the one to adopt"
+            ],
+        )
+    return (named[0], False, []) if named else (None, False, [])
+
+
+def not_this_clusters(lb: Obj, *, cluster_name: str, cluster_id: str) -> str | None:
+    """Why load balancer ``lb`` (as Octavia shows it) is not proven this cluster's by
+    :func:`reconciler.model.naming.made_by_cluster`, or None when it is. ``cluster_id``: the
+    kube-system namespace's UID, "" when it could not be read."""
+    if made_by_cluster(lb, cluster_name=cluster_name, cluster_id=cluster_id):
+        return None
+    tags = [str(t) for t in lb.get("tags") or ()]
+    identities = ", ".join(sorted(t for t in tags if t.startswith(CLUSTER_ID_TAG_PREFIX)))
+    if identities and not cluster_id:
+        return (
+            f"it carries the cluster identity tag {identities}, and this cluster's identity (the "
+            "kube-system namespace's UID) could not be read: grant get on namespaces/kube-system"
+        )
+    if identities:
+        return (
+            f"it carries another cluster's identity tag {identities} (this cluster's is "
+            f"{cluster_id_tag(cluster_id)}): another cluster with the same --cluster-name in "
+            "this project"
+        )
+    name = str(lb.get("name") or "")
+    if not name.startswith(f"{SERVICE_PREFIX}{cluster_name}_"):
+        return f"its name is not {SERVICE_PREFIX}{cluster_name}_<namespace>_<name>"
+    wanted = lb_description(cluster_name=cluster_name, namespace="<namespace>", name="<name>")
+    return (
+        f"its description {lb.get('description') or ''!r} is not OCCM's for cluster "
+        f"{cluster_name} ({wanted!r}): made by hand, by another tool or for another cluster"
+    )
+
+
+def foreign_problem(found: Found, *, cluster_name: str, cluster_id: str) -> str | None:
+    """The problem that stops the adoption of a load balancer this cluster did not make, or
+    None. A shared one (the ``load-balancer-id`` annotation names another Service's or a
+    user's load balancer) is not checked: only its listeners are adopted, never it."""
+    lb = found.load_balancer
+    if lb is None or found.shared:
+        return None
+    why = not_this_clusters(lb, cluster_name=cluster_name, cluster_id=cluster_id)
+    if why is None:
+        return None
+    return (
+        f"load balancer {lb.get('name')} ({lb.get('id')}) was not made by this cluster: {why}; "
+        "it is not adopted (a cluster adopts only its own). If it is another cluster's, give "
+        "this cluster a --cluster-name of its own; if nobody uses it, delete it by hand"
+    )
+
+
+def _ours(listener: Obj, lb_name: str, *, shared: bool) -> bool:
+    """A listener of this Service: tagged with its name; on its own load balancer also one
+    without any Service's tag (OCCM before tags)."""
+    tags = [str(t) for t in listener.get("tags") or ()]
+    if lb_name in tags:
+        return True
+    return not shared and not any(t.startswith(SERVICE_PREFIX) for t in tags)
+
+
+def _describe(kind: str, obj: Obj, extra: str = "") -> str:
+    name = str(obj.get("name") or "")
+    return f"{kind} {name or '(no name)'}{' ' + extra if extra else ''}"
+
+
+def _port_of(listener: Obj) -> str:
+    return f"{listener.get('protocol')}/{listener.get('protocol_port')}"
+
+
+class _Builder:
+    """Collects the plan while walking the spec and the found objects."""
+
+    def __init__(self) -> None:
+        self.imports: dict[str, str] = {}
+        self.described: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.problems: list[str] = []
+
+    def take(self, name: str, obj: Obj, what: str) -> None:
+        self.imports[name] = str(obj["id"])
+        self.described[name] = what
+
+
+def _chain(
+    b: _Builder, listener: ListenerSpec, chains: list[Chain], lb_name: str, *, shared: bool
+) -> None:
+    key = logical_suffix(listener)
+    family = port_family(listener.service_protocol)
+    candidates = [
+        c
+        for c in chains
+        if c.listener.get("protocol_port") == listener.protocol_port
+        and port_family(str(c.listener.get("protocol"))) == family
+    ]
+    mine = [c for c in candidates if _ours(c.listener, lb_name, shared=shared)]
+    port = f"{listener.service_protocol}/{listener.protocol_port}"
+    if not mine:
+        if candidates:
+            owner = ", ".join(str(t) for t in candidates[0].listener.get("tags") or ())
+            b.problems.append(
+                f"port {port}: the load balancer's listener on it belongs to another Service "
+                f"({owner or 'no tag'}); free the port or change the Service's port"
+            )
+        else:
+            b.notes.append(f"port {port}: no listener on it; its listener and pool are created")
+        return
+    chain = mine[0]
+    chains.remove(chain)
+    b.take(f"listener-{key}", chain.listener, _describe("listener", chain.listener, port))
+    pool = chain.pool
+    if pool is None:
+        b.notes.append(f"port {port}: the listener has no pool; its pool is created")
+        return
+    b.take(f"pool-{key}", pool, _describe("pool", pool))
+    if listener.pool.members:
+        what = f"{len(chain.members)} members of {pool.get('name') or pool.get('id')}"
+        b.take(f"members-{key}", pool, what)
+    elif chain.members:
+        b.notes.append(
+            f"port {port}: the pool's {len(chain.members)} members are left as they are (the "
+            "Service has no eligible Node or node port for it)"
+        )
+    monitor = chain.monitor
+    if listener.pool.monitor is not None:
+        if monitor is None:
+            b.notes.append(f"port {port}: the pool has no health monitor; one is created")
+        else:
+            b.take(f"monitor-{key}", monitor, _describe("health monitor", monitor))
+    elif monitor is not None:
+        b.notes.append(
+            f"port {port}: health monitor {monitor.get('name') or monitor.get('id')} is left "
+            "as it is (the Service asks for none; delete it by hand if it should go)"
+        )
+
+
+def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> None:
+    wanted = spec.floating_ip
+    addresses = ", ".join(str(f.get("floating_ip_address")) for f in fips)
+    if wanted is None or spec.internal:
+        if fips:
+            b.notes.append(
+                f"floating IP {addresses} on the VIP port is left as it is (the Service is "
+                "internal or asks for none)"
+            )
+        return
+    if wanted.address:
+        match = [f for f in fips if f.get("floating_ip_address") == wanted.address]
+        if not match:
+            if fips:
+                b.problems.append(
+                    f"spec.loadBalancerIP is {wanted.address} but the VIP port has floating IP "
+                    f"{addresses}; set spec.loadBalancerIP to it"
+                )
+            else:
+                b.notes.append(f"no floating IP on the VIP port; {wanted.address} is associated")
+            return
+        fip = match[0]
+        what = f"floating IP {wanted.address}"
+        if fip.get("description") == wanted.description:
+            b.take("fip", fip, what)
+        b.take("fip-association", fip, f"association of {what} with the VIP port")
+        return
+    ours = [f for f in fips if f.get("description") == wanted.description]
+    if len(ours) > 1:
+        b.problems.append(f"the VIP port has {len(ours)} floating IPs of this Service: {addresses}")
+    elif ours:
+        what = f"floating IP {ours[0].get('floating_ip_address')}"
+        b.take("fip", ours[0], what)
+        b.take("fip-association", ours[0], f"association of {what} with the VIP port")
+    elif fips:
+        b.problems.append(
+            f"floating IP {addresses} on the VIP port was not made for this Service (its "
+            "description differs); set spec.loadBalancerIP to it to keep that address"
+        )
+    else:
+        b.notes.append("no floating IP on the VIP port; one is created (a new address)")
+
+
+def _rule_name(rule: Obj) -> str:
+    """The program's logical name of a security-group rule (stacks.program._security_group)."""
+    return (
+        f"sg-rule-{rule.get('protocol')}-{rule.get('port_range_min')}-"
+        f"{rule.get('port_range_max')}-{str(rule.get('ethertype')).lower()}-"
+        f"{rule.get('remote_ip_prefix')}"
+    )
+
+
+def _rule_matches(rule: Obj, wanted: SecurityGroupRuleSpec) -> bool:
+    """Same protocol, family and ports; the same source unless the spec leaves it to the member
+    subnet's CIDR (then any: the program's name for it says which)."""
+    same = (rule.get("protocol"), rule.get("ethertype"), rule.get("port_range_min")) == (
+        wanted.protocol,
+        wanted.ethertype,
+        wanted.port_range_min,
+    )
+    prefix = wanted.remote_ip_prefix
+    return (
+        same
+        and rule.get("port_range_max") == wanted.port_range_max
+        and (prefix is None or rule.get("remote_ip_prefix") == prefix)
+    )
+
+
+def _security_group(b: _Builder, spec: LoadBalancerSpec, groups: Sequence[Obj]) -> None:
+    sg = spec.security_group
+    if sg is None:
+        return
+    if len(groups) > 1:
+        b.problems.append(f"{len(groups)} security groups are named {sg.name}; delete the extra")
+        return
+    if not groups:
+        b.notes.append(f"no security group {sg.name}; it is created with its rules")
+        return
+    group = groups[0]
+    b.take("sg", group, f"security group {sg.name}")
+    found = [r for r in group.get("security_group_rules") or () if r.get("direction") == "ingress"]
+    for wanted in sg.rules:
+        match = [r for r in found if _rule_matches(r, wanted)]
+        if match:
+            found.remove(match[0])
+            b.take(_rule_name(match[0]), match[0], f"rule {_rule_name(match[0])[8:]}")
+        else:
+            b.notes.append(
+                f"security group rule {wanted.protocol} {wanted.port_range_min}: created"
+            )
+    for rule in found:
+        b.notes.append(f"security group rule {_rule_name(rule)[8:]} is left as it is")
+
+
+def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
+    """Which found object becomes which logical resource of ``spec``'s stack."""
+    lb = found.load_balancer
+    if lb is None:
+        return AdoptionPlan(spec, None)
+    b = _Builder()
+    lb_id = str(lb["id"])
+    status = lb.get("provisioning_status")
+    if status != "ACTIVE":
+        b.problems.append(
+            f"load balancer {lb.get('name')} ({lb_id}) is {status}; wait until it is ACTIVE or "
+            "repair it, then adopt"
+        )
+    if found.shared:
+        b.notes.append(
+            f"the Service shares load balancer {lb.get('name')} ({lb_id}); only its listeners "
+            "are adopted"
+        )
+    else:
+        b.take("lb", lb, f"load balancer {lb.get('name')}")
+        if spec.existing_lb_id == lb_id:
+            spec = replace(spec, existing_lb_id=None)
+        placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
+        if spec.vip_autodetect_address and not placed and lb.get("vip_subnet_id"):
+            # the subnet OCCM detected when it made the load balancer (engine_plan keeps it)
+            spec = replace(
+                spec, vip_subnet_id=str(lb["vip_subnet_id"]), vip_autodetect_address=None
+            )
+    chains = list(found.chains)
+    for listener in sorted(spec.listeners, key=lambda li: li.index):
+        _chain(b, listener, chains, spec.name, shared=found.shared)
+    for chain in chains:
+        if _ours(chain.listener, spec.name, shared=found.shared):
+            b.notes.append(
+                f"{_describe('listener', chain.listener, _port_of(chain.listener))} is left as "
+                "it is: the Service has no such port; delete it by hand (while it is there, the "
+                "load balancer cannot be deleted with the Service)"
+            )
+        elif not found.shared:
+            tags = ", ".join(str(t) for t in chain.listener.get("tags") or ())
+            b.notes.append(
+                f"{_describe('listener', chain.listener, _port_of(chain.listener))} belongs to "
+                f"another Service sharing the load balancer ({tags}); left as it is"
+            )
+    if not found.shared:
+        _floating_ip(b, spec, found.floating_ips)
+    _security_group(b, spec, found.security_groups)
+    return AdoptionPlan(
+        spec=spec,
+        lb_id=lb_id,
+        shared=found.shared,
+        imports=b.imports,
+        described=b.described,
+        notes=tuple(b.notes),
+        problems=tuple(b.problems),
+    )
+
+
+def _is_engine(step: ResourceStep) -> bool:
+    """The stack itself and providers: Pulumi's own bookkeeping, not cloud objects."""
+    return step.type.startswith("pulumi:")
+
+
+def _changes(step: ResourceStep) -> str:
+    parts = [f"{c.path} {c.old!r} -> {c.new!r}" for c in step.changes]
+    return "; ".join(parts) or ", ".join(step.replace_keys) or "(no property listed)"
+
+
+def records_identity(lb: Obj | None, *, cluster_id: str) -> bool:
+    """The adoption tags load balancer ``lb`` with this cluster's identity (it has none): the
+    engine adds it after the import's ``up`` (reconciler/engine/lb_tags.py)."""
+    if lb is None or not cluster_id:
+        return False
+    return not any(str(t).startswith(CLUSTER_ID_TAG_PREFIX) for t in lb.get("tags") or ())
+
+
+def judge_preview(
+    plan: AdoptionPlan,
+    outcome: PreviewOutcome,
+    *,
+    allow_updates: bool = False,
+) -> list[str]:
+    """The problems of an adoption's preview: a replacement or deletion, an update (unless
+    ``allow_updates``), or a planned import the program does not declare. The load balancer's
+    tags are no difference: the program leaves them as they are (``ignore_changes``)."""
+    problems = []
+    imported: set[str] = set()
+    replaced: dict[str, str] = {}  # delete-before-replace: three steps, one message
+    for step in outcome.steps:
+        if _is_engine(step):
+            continue
+        where = f"{step.name} ({plan.described.get(step.name, step.type)})"
+        if step.op == "import":
+            imported.add(step.name)
+        elif step.op in REPLACING_OPS:
+            if step.changes or step.replace_keys or step.name not in replaced:
+                replaced[step.name] = f"{where} would be replaced: {_changes(step)}"
+        elif step.op in ("delete", "discard"):
+            problems.append(f"{where} would be deleted")
+        elif step.op == "update" and not allow_updates:
+            problems.append(
+                f"{where} differs from the Service and would be updated: {_changes(step)}; "
+                "change the Service to match, or pass --allow-updates"
+            )
+    problems.extend(replaced.values())
+    for name in sorted(set(plan.imports) - imported):
+        problems.append(
+            f"{name} ({plan.described.get(name, '')}) was found but the stack does not declare "
+            "it; nothing was adopted"
+        )
+    return problems
+
+
+def unchanged_problems(outcome: PreviewOutcome) -> list[str]:
+    """After the adoption, a preview of the Service's spec must change nothing."""
+    return [
+        f"{step.name}: {step.op} {_changes(step)}"
+        for step in outcome.steps
+        if not _is_engine(step) and step.op not in ("same", "read")
+    ]

@@ -1,0 +1,241 @@
+"""Deleting a Service's stack: :meth:`reconciler.engine.stack.ServiceStack.delete`, through the
+:class:`~reconciler.engine.handle.StackHandle` surface.
+
+``pulumi destroy`` deletes what the state holds; around it, what the state cannot see:
+
+* **Shared load balancers**: while other Services are on the stack's own load balancer (their
+  listeners, or their names among its tags), it is released (an ``up`` with
+  ``retain_on_delete``, kept in the cloud, as OCCM does) instead of destroyed; the last
+  sharer's delete removes it (:func:`_delete_released`). A Service that leaves a load
+  balancer without deleting it takes its name off the load balancer's tags
+  (:mod:`reconciler.engine.lb_tags`).
+* **What the recovery found**: objects an interrupted create made, never in the state, are
+  deleted directly (:func:`reconciler.engine.cloud_delete.delete_unadopted`).
+* **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
+  deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
+  right before ``destroy``, and again by the next attempt after a crash.
+* **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
+  does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
+  refreshed and destroyed again (:mod:`reconciler.engine.cloud_delete`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from pulumi import automation as auto
+
+from reconciler.engine import run as engine_run
+from reconciler.engine.cloud_delete import (
+    cascade_delete,
+    delete_unadopted,
+    needs_cascade,
+    retry_destroy_after_cascade,
+)
+from reconciler.engine.errors import ConflictError, EngineError
+from reconciler.engine.handle import StackHandle, quiet
+from reconciler.engine.lb_tags import remove_tag
+from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
+from reconciler.engine.stack_meta import stacks_tagged
+from reconciler.model.naming import (
+    KEPT_FLOATING_IP_TAG,
+    lb_name,
+    made_by_cluster,
+    others_listener,
+    services_tagged,
+)
+from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
+
+__all__ = ["DeleteResult", "delete_stack"]
+
+log = logging.getLogger("reconciler.engine.stack")
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    existed: bool
+    released_load_balancer: bool = False  # kept in the cloud for the Services still on it
+    deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
+
+
+def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> DeleteResult:
+    """Destroy everything the stack of ``ss`` made, then remove the stack. ``keep_floating_ip``
+    (the Service's ``keep-floatingip`` now; None: as last applied) decides whether the floating
+    IP the stack made is left in the cloud."""
+    stack = ss.open_stack(create=False)
+    if stack is None:
+        return DeleteResult(existed=False)
+    tags = ss.tags_of(stack)
+    current = tags.read()
+    # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
+    rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
+    outputs = outputs_from_tags(current) if HASH_TAG in current else None
+    if outputs is None:
+        ss.recover(stack, rest=rest)
+        outputs = ss.outputs_of(stack)
+    unadopted, ss.imports = ss.imports, {}
+    lb_id = str(outputs.get("lb_id") or "")
+    shared = bool(outputs.get("shared"))
+    released = False
+    tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
+    if keep_floating_ip is not None and outputs.get("floating_ip") and not shared:
+        _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))
+    if lb_id and not shared and _others_on(ss, rest, lb_id):
+        stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
+        ss.deadline(lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="release")
+        released = True
+        _untag(ss, rest, lb_id)  # the Services still on it no longer count us
+        keep = outputs.get("fip_keep") if keep_floating_ip is None else keep_floating_ip
+        if keep and outputs.get("floating_ip"):
+            _mark_kept(ss, rest, lb_id, str(outputs["floating_ip"]))
+    if lb_id and shared:  # before destroy: a crash after it would leave the name for ever
+        _untag(ss, rest, lb_id)
+    if unadopted:  # found by the recovery, never in the state: destroy would leave them
+        delete_unadopted(
+            rest,
+            unadopted,
+            stack_name=ss.name,
+            timeout=ss.engine.settings.operation_timeout,
+            cancelled=ss.engine.cancelled,
+        )
+    owned = bool(lb_id) and not shared and not released
+    if owned and needs_cascade(rest.load_balancer(lb_id)):
+        _cascade(ss, rest, stack, lb_id)
+
+    if not released:  # a released stack's release `up` declared nothing protected
+        ss.unprotect_all()
+
+    def destroy() -> None:
+        ss.deadline(
+            lambda: engine_run.destroy(stack, on_output=quiet), stack=stack, doing="destroy"
+        )
+
+    try:
+        destroy()
+    except EngineError as exc:
+        if not owned or not retry_destroy_after_cascade(exc):
+            raise
+        log.warning(
+            "destroy of stack %s failed; deleting load balancer %s with cascade, then "
+            "destroying again: %s",
+            ss.name,
+            lb_id,
+            exc,
+        )
+        _cascade(ss, rest, stack, lb_id)
+        destroy()
+    try:
+        stack.workspace.remove_stack(ss.name)
+    except auto.CommandError as exc:
+        raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
+    gone = _delete_released(ss, rest, lb_id) if lb_id and shared else False
+    return DeleteResult(True, released, gone)
+
+
+def _mark_kept(ss: StackHandle, rest: OpenStackRest, lb_id: str, address: str) -> None:
+    """The owner of a released load balancer had ``keep-floatingip``: its floating IP stays
+    with the load balancer for the Services still on it, and is tagged so that the last of them
+    deletes the load balancer without it (:func:`reconciler.model.naming.floating_ip_to_delete`)."""
+    lb = rest.load_balancer(lb_id)
+    for fip in rest.floating_ips_on_port(str((lb or {}).get("vip_port_id") or "")):
+        if fip.get("floating_ip_address") == address:
+            rest.tag_floating_ip(str(fip["id"]), KEPT_FLOATING_IP_TAG)
+            log.info("stack %s: floating IP %s kept for its owner (tagged)", ss.name, address)
+
+
+def _keep_as_asked(ss: StackHandle, stack: auto.Stack, *, keep: bool, applied: bool) -> None:
+    """``keep-floatingip`` is read from the Service as it is when it is deleted, not as it was
+    at its last ``up``: when they differ, an ``up`` of the applied spec with the Service's
+    value records it in the state (``retain_on_delete``; no cloud change) before ``destroy``."""
+    if keep == applied:
+        return
+    spec = ss.applied_spec_of(stack)
+    if spec is None or spec.floating_ip is None:
+        return
+    kept = replace(spec, floating_ip=replace(spec.floating_ip, keep=keep))
+    ss.configure_stack(stack, kept)
+    ss.deadline(lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="keep-floatingip")
+
+
+def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
+    """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
+    so the state forgets what the cascade removed (see engine_errored). Checked again right
+    before: a listener of another Service that joined since would go with the cascade, so
+    then this fails (retried soon; the next attempt releases the load balancer instead)."""
+    if _others_on(ss, rest, lb_id):
+        raise ConflictError(
+            f"load balancer {lb_id} of stack {ss.name} got a listener of another Service "
+            "while it was being deleted; it is released instead on the next attempt",
+            stack=ss.name,
+        )
+    cascade_delete(
+        rest,
+        lb_id,
+        stack_name=ss.name,
+        timeout=ss.engine.settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+    )
+    ss.deadline(lambda: engine_run.refresh(stack, on_output=quiet), stack=stack, doing="refresh")
+
+
+def _ours(ss: StackHandle) -> str:
+    """The Service's name on its listeners and on the load balancers it is on (OCCM's)."""
+    ref = ss.service
+    return lb_name(
+        cluster_name=ss.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
+    )
+
+
+def _others_on(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
+    """Whether other Services are on load balancer ``lb_id``: a listener of somebody else's
+    (:func:`reconciler.model.naming.others_listener`), or another Service's name among the
+    load balancer's tags (how OCCM tells, :mod:`reconciler.engine.lb_tags`)."""
+    ours = _ours(ss)
+    if any(others_listener(tags, ours=ours) for tags in rest.listener_tags(lb_id)):
+        return True
+    lb = rest.load_balancer(lb_id)
+    return bool(services_tagged((lb or {}).get("tags") or (), but=ours))
+
+
+def _untag(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
+    """Take the Service's name off a load balancer it leaves without deleting it."""
+    settings = ss.engine.settings
+    remove_tag(
+        rest,
+        lb_id,
+        _ours(ss),
+        stack_name=ss.name,
+        timeout=settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+    )
+
+
+def _delete_released(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
+    """As the last Service on a load balancer released by its owner, delete it; never one
+    this cluster did not make (a user's own, reached through ``load-balancer-id``: OCCM's
+    rule too), whatever happens to the Services on it."""
+    if rest.listener_tags(lb_id):
+        return False
+    lb = rest.load_balancer(lb_id)
+    if lb is None:
+        return False
+    # a Service (of this cluster or OCCM's) still counts on it; the load balancer's own name
+    # is its owner's, whose stack released it (an owner released before owners untagged
+    # themselves left it there)
+    if services_tagged(lb.get("tags") or (), but=str(lb.get("name") or "")):
+        return False
+    settings = ss.engine.settings
+    if not made_by_cluster(lb, cluster_name=settings.cluster_name, cluster_id=settings.cluster_id):
+        log.info(
+            "stack %s: load balancer %s (%s) was not made by this cluster; it stays",
+            ss.name,
+            lb_id,
+            lb.get("name"),
+        )
+        return False
+    if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
+        return False
+    rest.delete_with_floating_ips(lb, cluster_name=settings.cluster_name)
+    return True

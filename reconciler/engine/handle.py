@@ -1,0 +1,248 @@
+"""One Service's stack as the engine's operations use it: open, tags, config, deadlines, recovery.
+
+:class:`StackHandle` is the public surface that :mod:`.stack` (``ensure``, ``preview``,
+``refresh``), :mod:`.delete` and :mod:`.adopt` share: nothing outside this module reaches into
+another's privates. It makes no decisions (those are :mod:`.plan`'s); it runs what they say.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pulumi import automation as auto
+
+from reconciler.engine.cloud_delete import delete_unadopted
+from reconciler.engine.context import EngineContext
+from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.lost import lost_children
+from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.plan import (
+    PROJECT,
+    carried_imports,
+    lost_lookups,
+    resource_urn,
+    stack_name,
+    stack_tags,
+)
+from reconciler.engine.recovery import (
+    clear_stale_locks,
+    recover_pending,
+    repair_torn_sidecars,
+    run_with_deadline,
+)
+from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
+from reconciler.engine.tags import StackTags, stack_exists
+from reconciler.model.frozen import FrozenChange
+from reconciler.model.spec import LoadBalancerSpec, ServiceRef
+from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, adoptable_names, main
+
+__all__ = ["EnsureResult", "StackHandle", "applied_spec_from", "quiet"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EnsureResult:
+    changed: bool  # False: skipped, the spec was already applied
+    spec_hash: str
+    outputs: dict[str, Any]
+    resource_changes: dict[str, int]
+    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
+
+
+class StackHandle:
+    """The stack of one Service: its name, work folder and the steps every operation uses.
+    One caller at a time per Service (the controller's queue)."""
+
+    def __init__(self, *, engine: EngineContext, service: ServiceRef) -> None:
+        self.engine = engine
+        self.service = service
+        s = engine.settings
+        self.name = stack_name(
+            cluster_name=s.cluster_name, namespace=service.namespace, name=service.name
+        )
+        self.work_dir = s.state_dir / "work" / self.name
+        self.imports: dict[str, str] = {}  # logical name -> cloud ID, for the next up only
+        self.created = False  # the last open_stack created the stack
+
+    def _workspace_options(self) -> auto.LocalWorkspaceOptions:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        return auto.LocalWorkspaceOptions(
+            work_dir=str(self.work_dir),
+            pulumi_command=self.engine.pulumi_command,
+            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
+            env_vars=self.engine.env(),
+            secrets_provider=self.engine.settings.secrets_provider,
+        )
+
+    def open_stack(self, *, create: bool) -> auto.Stack | None:
+        """Select the stack (None when there is none), or with ``create`` select or create it;
+        :attr:`created` says whether it was just created."""
+        backend = self.engine.settings.backend
+        exists = stack_exists(backend, self.name)  # None: not a file:// backend, ask the CLI
+        self.created = False
+        if exists is False and not create:
+            return None
+        opts = self._workspace_options()
+        clear_stale_locks(backend=backend, stack_name=self.name)
+        repair_torn_sidecars(backend=backend, stack_name=self.name)
+        args: dict[str, Any] = {
+            "stack_name": self.name,
+            "project_name": PROJECT,
+            "program": main,
+            "opts": opts,
+        }
+        try:
+            if exists is False:
+                try:
+                    stack = auto.create_stack(**args)
+                    self.created = True
+                except auto.StackAlreadyExistsError:
+                    stack = auto.select_stack(**args)
+            elif create:
+                stack = auto.create_or_select_stack(**args)
+            else:
+                stack = auto.select_stack(**args)
+        except auto.StackNotFoundError:
+            return None
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="opening") from None
+        return stack
+
+    def unprotect(self, names: list[str]) -> None:
+        """Lift the protection of these resources (logical names) before an ``up`` that is
+        meant to delete them; one without a state entry is no error."""
+        for name in names:
+            urn = resource_urn(stack_name=self.name, logical_name=name)
+            run_cli(
+                self.engine,
+                ["state", "unprotect", urn, "--yes"],
+                stack_name=self.name,
+                work_dir=self.work_dir,
+                ok_if=NO_SUCH_RESOURCE,
+            )
+
+    def unprotect_all(self) -> None:
+        """Lift the protection of the load balancer and floating IP (stacks/program.py): the
+        Service is going away, deleting them is what was asked for."""
+        run_cli(
+            self.engine,
+            ["state", "unprotect", "--all", "--yes"],
+            stack_name=self.name,
+            work_dir=self.work_dir,
+        )
+
+    def applied_spec_of(self, stack: auto.Stack) -> LoadBalancerSpec | None:
+        """:meth:`applied_spec` of the opened ``stack``."""
+        try:
+            outputs = self.outputs_of(stack)
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading outputs") from None
+        return applied_spec_from(outputs)
+
+    def tags_of(self, stack: auto.Stack) -> StackTags:
+        return StackTags(backend=self.engine.settings.backend, stack_name=self.name, stack=stack)
+
+    def wanted_tags(self) -> dict[str, str]:
+        ref, s = self.service, self.engine.settings
+        return stack_tags(
+            cluster_name=s.cluster_name,
+            namespace=ref.namespace,
+            name=ref.name,
+            uid=ref.uid,
+            cluster_id=s.cluster_id,
+        )
+
+    def configure_stack(self, stack: auto.Stack, spec: LoadBalancerSpec) -> None:
+        configure(
+            self.engine,
+            stack,
+            spec,
+            stack_name=self.name,
+            work_dir=self.work_dir,
+            imports=self.imports,
+            release=False,
+        )
+
+    def outputs_of(self, stack: auto.Stack) -> dict[str, Any]:
+        return plain_outputs(stack.outputs())
+
+    def deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T:
+        """Run a stack operation; interrupt it if it outlives the operation timeout."""
+        settings = self.engine.settings
+        if self.engine.cancelled.is_set():
+            raise InterruptedOperationError(
+                f"{doing} of stack {self.name} not started: the controller is stopping",
+                stack=self.name,
+            )
+        return run_with_deadline(
+            run,
+            stack_name=self.name,
+            doing=doing,
+            timeout=settings.operation_timeout,
+            grace=settings.interrupt_grace,
+            on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
+            cancel=self.engine.cancelled,
+        )
+
+    def recover(
+        self,
+        stack: auto.Stack,
+        spec: LoadBalancerSpec | None = None,
+        *,
+        rest: OpenStackRest | None = None,
+    ) -> None:
+        """Resolve what an interrupted or failed operation left (see engine_recovery): the
+        objects found become the next ``up``'s imports. With the ``spec`` about to be applied,
+        the objects it also wants are looked for when the state lacks them, and a found object
+        it does not declare (a port since removed) is deleted, or it would be left behind.
+        ``rest``: the caller's client, so one Keystone login serves both."""
+        rest = rest or self.engine.rest()
+        found, orphans = recover_pending(
+            stack=stack,
+            stack_name=self.name,
+            rest=rest,
+            carried=self.carried_imports_of(),
+            lost=lost_lookups(spec) if spec is not None else (),
+            orphans=lost_children(spec) if spec is not None else (),
+        )
+        if spec is not None:
+            wanted = adoptable_names(spec)
+            delete_unadopted(
+                rest,
+                {**{n: i for n, i in found.items() if n not in wanted}, **orphans},
+                stack_name=self.name,
+                timeout=self.engine.settings.operation_timeout,
+                cancelled=self.engine.cancelled,
+            )
+            found = {n: i for n, i in found.items() if n in wanted}
+        self.imports = found
+
+    def carried_imports_of(self) -> dict[str, str]:
+        """The imports in the stack's config file: an earlier ``up`` was given them and did not
+        finish (a successful ``up`` empties them)."""
+        try:
+            text = (self.work_dir / f"Pulumi.{self.name}.yaml").read_text()
+        except OSError:
+            return {}
+        return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
+
+
+def applied_spec_from(outputs: Mapping[str, Any]) -> LoadBalancerSpec | None:
+    """The spec a successful ``up`` exported (output ``spec``); None when absent or unreadable."""
+    text = outputs.get("spec")
+    if not text:
+        return None
+    try:
+        return LoadBalancerSpec.from_dict(json.loads(str(text)))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def quiet(_line: str) -> None:
+    """Pulumi's progress output is not logged (it may quote inputs)."""

@@ -1,0 +1,117 @@
+"""A load balancer's own tags, kept as OCCM keeps them.
+
+Each Service on a load balancer has its name (``kube_service_<cluster>_<namespace>_<name>``)
+among the load balancer's tags, and those of its ``load-balancer-tags`` annotation: the owner's
+are given when the load balancer is made, every Service adds what is missing after each
+successful ``up`` (a Service that joins a shared load balancer, an owner whose annotation grew),
+and a Service that leaves a load balancer it does not delete takes its name away (OCCM's
+``EnsureLoadBalancerDeleted``). So OCCM and this controller count the Services on a load
+balancer the same way (``max-shared-lb``, and "is anybody else on it?" before a delete).
+
+The owner's stack declares the tags ``ignore_changes`` (stacks/program.py): its ``up`` never
+takes other Services' names away. Tags are only ever added here, never replaced: an annotation
+tag removed stays on the load balancer, as with OCCM, since another Service may have asked for
+it too.
+
+Octavia has no compare-and-set for tags: two Services writing at the same moment may lose one
+name (as with OCCM). Nothing is deleted on the strength of the tags alone, though: the listeners
+(each tagged with its Service's name, declared by its stack) are looked at too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from reconciler.engine.cloud_delete import attempts
+from reconciler.engine.errors import UpTimeoutError
+from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.model.naming import with_tags, without_tag
+
+__all__ = ["add_tags", "remove_tag"]
+
+log = logging.getLogger("reconciler.engine.stack")
+
+
+def add_tags(
+    rest: OpenStackRest,
+    lb_id: str,
+    wanted: Sequence[str],
+    *,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> None:
+    """Give load balancer ``lb_id`` the ``wanted`` tags it lacks (one GET when it has them)."""
+    _change(
+        rest,
+        lb_id,
+        lambda tags: with_tags(tags, wanted),
+        what=f"add tags {', '.join(wanted)}",
+        stack_name=stack_name,
+        timeout=timeout,
+        cancelled=cancelled,
+    )
+
+
+def remove_tag(
+    rest: OpenStackRest,
+    lb_id: str,
+    tag: str,
+    *,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> None:
+    """Take ``tag`` (a Service's name) away from load balancer ``lb_id``, if it is still there."""
+    _change(
+        rest,
+        lb_id,
+        lambda tags: without_tag(tags, tag),
+        what=f"remove tag {tag}",
+        stack_name=stack_name,
+        timeout=timeout,
+        cancelled=cancelled,
+    )
+
+
+def _change(
+    rest: OpenStackRest,
+    lb_id: str,
+    change: Callable[[Sequence[Any]], list[str] | None],
+    *,
+    what: str,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> None:
+    """Read the tags; when they need a change, write it (not while the load balancer is
+    ``PENDING_*``: Octavia answers 409) and wait until the update is over, so that what
+    follows (an ``up`` of a child) is not refused. A load balancer that is gone has no tags to
+    keep."""
+    late = UpTimeoutError(
+        f"load balancer {lb_id}: could not {what} within {timeout:.0f}s (it stayed PENDING_*); "
+        "the next sync retries",
+        stack=stack_name,
+    )
+    wrote = False
+    for _ in attempts(timeout=timeout, cancelled=cancelled, late=late):
+        lb = rest.load_balancer(lb_id)
+        if lb is None:
+            return
+        pending = str(lb.get("provisioning_status", "")).startswith("PENDING_")
+        changed = change(lb.get("tags") or ())
+        if changed is None and not (wrote and pending):
+            return
+        if changed is None or pending:
+            continue
+        try:
+            rest.set_load_balancer_tags(lb_id, changed)
+        except OpenStackRestError as exc:
+            if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile; read again
+                raise
+            continue
+        wrote = True
+        log.info("stack %s: load balancer %s: %s", stack_name, lb_id, what)

@@ -1,0 +1,325 @@
+"""The stack engine: one Pulumi stack per Service, driven through the Automation API.
+
+:class:`Engine` holds the settings (backend, secrets, credentials, deadlines); :meth:`Engine.stack`
+gives the :class:`ServiceStack` of one Service, whose four operations are what the controller
+calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
+and :meth:`~ServiceStack.refresh`. :meth:`Engine.stacks` lists this cluster's stacks (for the
+housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. Decisions (names,
+tags, skip or not, what a crash left, parsing the listing) are pure functions in
+:mod:`reconciler.engine.plan`; errors are classified in :mod:`reconciler.engine.errors`; crash
+recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
+:mod:`reconciler.engine.recovery`; config, tags and listing in
+:mod:`reconciler.engine.stack_meta`; this module only runs the operations and reports.
+
+* **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
+  project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
+  credentials encrypted by the stack's secrets provider). The program is
+  :func:`stacks.program.main` run inline, the same function the plain CLI runs.
+* **Backend** ``backend_url`` (any URL Pulumi accepts: ``file://``, ``s3://``, ``azblob://``,
+  ``gs://``, ``postgres://``, Pulumi Cloud), default ``file://<state_dir>/backend``.
+  **Secrets** ``secrets_provider`` (``passphrase`` by default, or a KMS URL) and the passphrase.
+* **Credentials** go in as the OpenStack provider's configuration; the secret ones
+  (password, application-credential secret, token) with ``--secret`` and on stdin, never on a
+  command line, so they are encrypted in the config file and in the state, and are redacted from
+  any error text.
+* **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
+  hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
+  ``file://`` backend that skip runs no ``pulumi`` at all: the tags file says the spec is applied
+  and holds the outputs the controller reports (:func:`reconciler.engine.plan.outputs_from_tags`).
+* **Few CLI starts**: each ``pulumi`` command costs about 0.45 s of start-up before it works, so
+  the engine runs as few as it can: a ``file://`` backend's tags are read and written as one file
+  (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
+  it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
+  and a secret the process already wrote is not written again.
+* **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
+  host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
+  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.plan`).
+  An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
+  called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
+  ``interrupt_grace``; the next operation recovers.
+* **Shared load balancers**: deleting the owner while others use it releases the load balancer
+  (retained in the cloud, as OCCM does); the last sharer's ``delete`` removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+from collections.abc import Mapping
+from typing import TypeVar
+
+from pulumi import automation as auto
+
+from reconciler.engine import run as engine_run
+from reconciler.engine.adopt import take_over
+from reconciler.engine.context import EngineContext, EngineSettings
+from reconciler.engine.delete import DeleteResult, delete_stack
+from reconciler.engine.handle import EnsureResult, StackHandle, applied_spec_from, quiet
+from reconciler.engine.lb_tags import add_tags
+from reconciler.engine.plan import (
+    HASH_TAG,
+    StackInfo,
+    create_only_record,
+    create_only_tags,
+    lost_lookups,
+    output_tags,
+    outputs_from_tags,
+    should_skip,
+    spec_for_stack,
+    stack_spec,
+    stale_create_only_tags,
+    unprotect_before_up,
+)
+from reconciler.engine.preview import PreviewOutcome, ResourceStep, step_from_event
+from reconciler.engine.recovery import (
+    recover_pending,
+)
+from reconciler.engine.stack_meta import list_stacks, plain_outputs
+from reconciler.engine.tags import StackTags, file_tags, stack_exists
+from reconciler.model.spec import LoadBalancerSpec, ServiceRef
+from stacks.program import (
+    CHILD_DELETE_TIMEOUT_KEY,
+    CONFIG_NAMESPACE,
+    IMPORTS_KEY,
+    RELEASE_KEY,
+    SPEC_KEY,
+)
+
+__all__ = [
+    "DeleteResult",
+    "Engine",
+    "EngineSettings",
+    "EnsureResult",
+    "PreviewOutcome",
+    "ServiceStack",
+    "StackInfo",
+]
+
+log = logging.getLogger("reconciler.engine.stack")
+T = TypeVar("T")
+
+
+class Engine(EngineContext):
+    """Settings plus the pieces every Service's stack shares; the stacks of this cluster."""
+
+    def stack(self, *, service: ServiceRef) -> ServiceStack:
+        return ServiceStack(engine=self, service=service)
+
+    def stacks(self) -> list[StackInfo]:
+        """This cluster's stacks on the backend (tag ``lbr:cluster``), without opening any."""
+        return list_stacks(self)
+
+    def stack_for(self, info: StackInfo) -> ServiceStack:
+        """The stack of a listed one, to refresh or delete it (its Service from the tags)."""
+        stack = self.stack(service=ServiceRef(info.namespace, info.name, info.uid))
+        if stack.name != info.stack:
+            raise ValueError(f"stack {info.stack} is not named as this engine names {info.key}")
+        return stack
+
+
+class ServiceStack(StackHandle):
+    """The stack of one Service and its four operations. One caller at a time per Service."""
+
+    # --- the four operations -----------------------------------------------------------------
+
+    def ensure(
+        self, desired: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+    ) -> EnsureResult:
+        """Bring the cloud to ``desired``; nothing happens if it was the last applied spec (its
+        create-only fields kept as made: :func:`reconciler.engine.plan.stack_spec`).
+
+        ``imports`` ({logical name: cloud ID}) adopts existing objects instead of creating them
+        (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.
+        """
+        if not imports:
+            applied = self._applied(desired)
+            if applied is not None:
+                return applied
+        stack = self.open_stack(create=True)
+        assert stack is not None
+        tags = self.tags_of(stack)
+        current = tags.read()
+        # Never tagged: made just now (a backend other than file:// cannot say otherwise cheaply)
+        # or by an ensure that stopped before its first up; either way nothing is in the state.
+        fresh = self.created or not current
+        if fresh and not imports:
+            taken = take_over(self, desired)  # OCCM's load balancer of this Service, if any
+            if taken is not None:
+                return taken
+        finished = HASH_TAG in current or fresh  # nothing can be pending in the state
+        current = tags.apply(current, put=self.wanted_tags())
+        if not fresh and create_only_record(current) is None:
+            current = self._record_create_only(stack, tags, current)
+        wanted = stack_spec(desired, tags=current)
+        spec, frozen = wanted.spec, wanted.frozen
+        digest = spec.spec_hash()
+        if not finished:
+            self.recover(stack, spec)
+        if imports:
+            self.imports = {**self.imports, **dict(imports)}
+        if should_skip(tags=current, spec_hash=digest):
+            return EnsureResult(False, digest, self.outputs_of(stack), {}, frozen)
+        current = tags.apply(current, drop=[HASH_TAG])
+        self.unprotect(unprotect_before_up(spec, tags=current))
+        self.configure_stack(stack, spec)
+        result = self.deadline(
+            lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
+        )
+        outputs = plain_outputs(result.outputs)
+        if outputs.get("lb_id"):  # before the hash: a failure here is retried by an `up`
+            self._tag_load_balancer(str(outputs["lb_id"]), spec)
+        recorded = {**output_tags(outputs), **create_only_tags(wanted.requested, outputs)}
+        # What the next ensure compares; written last (the CLI path sets tags in order).
+        digest = spec_for_stack(desired, tags={**current, **recorded}).spec_hash()
+        drop = stale_create_only_tags(current, recorded)
+        tags.apply(current, put={**recorded, HASH_TAG: digest}, drop=drop)
+        if self.imports:
+            self.imports = {}
+            stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
+        changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        return EnsureResult(True, digest, outputs, changes, frozen)
+
+    def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:
+        """The Service's name and load-balancer-tags on its load balancer, its own or shared
+        (:mod:`reconciler.engine.lb_tags`)."""
+        add_tags(
+            self.engine.rest(),
+            lb_id,
+            spec.lb_tags(),
+            stack_name=self.name,
+            timeout=self.engine.settings.operation_timeout,
+            cancelled=self.engine.cancelled,
+        )
+
+    def _record_create_only(
+        self, stack: auto.Stack, tags: StackTags, current: dict[str, str]
+    ) -> dict[str, str]:
+        """A stack made before its create-only values were recorded: record them from the spec
+        of its last successful ``up`` (its ``spec`` output), once. No such spec (the first
+        ``up`` never succeeded): nothing was made, nothing to keep."""
+        try:
+            outputs = self.outputs_of(stack)
+        except auto.CommandError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading outputs") from None
+        applied = applied_spec_from(outputs)
+        if applied is None:
+            return current
+        return tags.apply(current, put=create_only_tags(applied, outputs))
+
+    def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
+        """The skip of :meth:`ensure` without running ``pulumi``: a ``file://`` backend's tags
+        file says ``spec`` is applied and holds the outputs. None: ask the stack."""
+        backend = self.engine.settings.backend
+        tags = file_tags(backend, self.name)
+        if tags is None or not stack_exists(backend, self.name):
+            return None
+        if any(tags.get(key) != value for key, value in self.wanted_tags().items()):
+            return None
+        if create_only_record(tags) is None:
+            return None  # record it first (ensure)
+        wanted = stack_spec(spec, tags=tags)
+        digest = wanted.spec.spec_hash()
+        outputs = outputs_from_tags(tags)
+        if outputs is None or not should_skip(tags=tags, spec_hash=digest):
+            return None
+        return EnsureResult(False, digest, outputs, {}, wanted.frozen)
+
+    def preview(
+        self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+    ) -> PreviewOutcome:
+        """What ``ensure(spec)`` would do, resource by resource, changing nothing.
+
+        ``imports`` ({logical name: cloud ID}) previews adopting existing objects. The stack is
+        left as it was: its state is not written (what a crash left pending is looked up, as
+        ``ensure`` would, but not repaired), its config file is put back byte for byte, and a
+        stack that did not exist (a new Service) is removed again with its work folder.
+        """
+        stack = self.open_stack(create=False)
+        existed = stack is not None
+        config_file = self.work_dir / f"Pulumi.{self.name}.yaml"
+        saved_config = config_file.read_bytes() if existed and config_file.exists() else None
+        stack = stack or self.open_stack(create=True)
+        assert stack is not None
+        steps: list[ResourceStep] = []
+
+        def on_event(event: auto.EngineEvent) -> None:
+            pre = event.resource_pre_event
+            if pre is not None and pre.metadata.op.value != "same":
+                steps.append(step_from_event(pre.metadata))
+
+        try:
+            tags = stack.list_tags() if existed else self.wanted_tags()
+            wanted = stack_spec(spec, tags=tags)
+            spec = wanted.spec
+            pending = recover_pending(
+                stack=stack,
+                stack_name=self.name,
+                rest=self.engine.rest(),
+                carried=self.carried_imports_of() if existed else None,
+                lost=lost_lookups(spec) if existed else (),
+                repair=False,
+            ).imports
+            saved, self.imports = self.imports, {**self.imports, **pending}
+            self.imports.update(imports or {})
+            try:
+                self.configure_stack(stack, spec)
+            finally:
+                self.imports = saved
+            result = self.deadline(
+                lambda: stack.preview(on_output=quiet, on_event=on_event),
+                stack=stack,
+                doing="preview",
+            )
+        finally:
+            self._restore_after_preview(stack, existed=existed, config=saved_config)
+        counts = {str(k): int(v) for k, v in result.change_summary.items()}
+        return PreviewOutcome(counts, tuple(steps), tuple(f.message() for f in wanted.frozen))
+
+    def _restore_after_preview(
+        self, stack: auto.Stack, *, existed: bool, config: bytes | None
+    ) -> None:
+        if not existed:
+            with contextlib.suppress(auto.CommandError):
+                stack.workspace.remove_stack(self.name)
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            return
+        if config is not None:  # as it was: secrets keep their ciphertext
+            (self.work_dir / f"Pulumi.{self.name}.yaml").write_bytes(config)
+            return
+        # No config file here before (another machine's state dir, same backend): drop what
+        # the preview set apart from the provider's credentials, which any operation sets.
+        names = (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY, CHILD_DELETE_TIMEOUT_KEY)
+        keys = [f"{CONFIG_NAMESPACE}:{k}" for k in names]
+        with contextlib.suppress(auto.CommandError):
+            stack.remove_all_config(keys)
+
+    def applied_spec(self) -> LoadBalancerSpec | None:
+        """The spec of the last successful ``up`` (the stack's ``spec`` output); None when there
+        is no stack or no such output."""
+        stack = self.open_stack(create=False)
+        if stack is None:
+            return None
+        return self.applied_spec_of(stack)
+
+    def refresh(self) -> dict[str, int]:
+        """Read the cloud back into the state; drift makes the next ``ensure`` run ``up``."""
+        stack = self.open_stack(create=False)
+        if stack is None:
+            return {}
+        self.recover(stack)
+        result = self.deadline(
+            lambda: engine_run.refresh(stack, on_output=quiet), stack=stack, doing="refresh"
+        )
+        changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        if any(k != "same" and v for k, v in changes.items()):
+            with contextlib.suppress(auto.CommandError):
+                self.tags_of(stack).remove(HASH_TAG)
+        return changes
+
+    def delete(self, *, keep_floating_ip: bool | None = None) -> DeleteResult:
+        """Destroy everything the stack made, then remove the stack (see engine_delete).
+        ``keep_floating_ip``: the Service's ``keep-floatingip`` now (None: as last applied)."""
+        return delete_stack(self, keep_floating_ip=keep_floating_ip)
+
+    # --- pieces ------------------------------------------------------------------------------

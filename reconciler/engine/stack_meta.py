@@ -1,0 +1,366 @@
+"""What the engine keeps *about* a stack besides its state: config, tags, and the stack listing.
+
+:mod:`reconciler.engine.stack` runs the operations; these helpers write a stack's configuration (the
+spec and the provider's credentials) before an operation, its tags before and after one, and list
+the stacks of this cluster. The decisions and the parsing are pure, in
+:mod:`reconciler.engine.plan`.
+
+* **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
+  provider's secret fields with ``pulumi config set --secret`` on stdin, never on a command line.
+  A secret this process already wrote to the stack's config file, with the same value, is not
+  written again (one CLI start saved per operation; the memo holds a digest, never the value).
+* **Outputs** (:func:`plain_outputs`): as plain values, every key present.
+* **Tags** are read and written by :class:`reconciler.engine.tags.StackTags`; which ones, in
+  :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
+* **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
+  --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
+  not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
+  files (the CLI keeps them there, ``{"version": 1, "tags": {...}}``) and its locks from
+  ``.pulumi/locks/``: microseconds a stack. For any other backend, or a tags file in a format this
+  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight at
+  a time). Nothing opens a stack or reads its state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pulumi import automation as auto
+
+from reconciler.engine.plan import (
+    CLUSTER_TAG,
+    PROJECT,
+    StackInfo,
+    StackListing,
+    parse_stack_ls,
+    provider_config,
+    stack_info,
+)
+from reconciler.engine.recovery import alive, lock_dir
+from reconciler.engine.tags import file_tags
+from reconciler.model.spec import LoadBalancerSpec
+from stacks.program import (
+    CHILD_DELETE_TIMEOUT_KEY,
+    CONFIG_NAMESPACE,
+    IMPORTS_KEY,
+    RELEASE_KEY,
+    SPEC_KEY,
+)
+
+if TYPE_CHECKING:
+    from reconciler.engine.context import EngineContext
+
+__all__ = [
+    "NO_SUCH_RESOURCE",
+    "configure",
+    "last_operations",
+    "list_stacks",
+    "plain_outputs",
+    "run_cli",
+    "stacks_tagged",
+]
+
+log = logging.getLogger("reconciler.engine.stack")
+CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
+
+
+# What `pulumi state ...` prints for a URN the state does not hold.
+NO_SUCH_RESOURCE = "No such resource"
+
+
+def run_cli(
+    engine: EngineContext,
+    args: list[str],
+    *,
+    stack_name: str,
+    work_dir: Path,
+    stdin: str | None = None,
+    ok_if: str | None = None,
+) -> str:
+    """Run the CLI directly on one stack (for what the Automation API would put on a command
+    line, such as a secret config value, or does not offer, such as ``state unprotect``). A
+    failure whose output contains ``ok_if`` is no failure."""
+    done = subprocess.run(
+        [str(engine.settings.toolchain.path("pulumi")), *args, "--stack", stack_name],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=work_dir,
+        env=engine.env(),
+        check=False,
+    )
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        if ok_if is not None and ok_if in text:
+            return done.stdout
+        raise engine.error(
+            RuntimeError(text), stack=stack_name, doing=f"pulumi {args[0]} {args[1]}"
+        )
+    return done.stdout
+
+
+# --- config and tags --------------------------------------------------------------------------
+
+
+def configure(
+    engine: EngineContext,
+    stack: auto.Stack,
+    spec: LoadBalancerSpec,
+    *,
+    stack_name: str,
+    work_dir: Path,
+    imports: Mapping[str, str],
+    release: bool,
+) -> None:
+    """Write the spec, the release flag, the imports and the provider config of ``stack``."""
+    plain = {
+        f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
+        f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
+        f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(dict(imports))),
+        f"{CONFIG_NAMESPACE}:{CHILD_DELETE_TIMEOUT_KEY}": auto.ConfigValue(
+            f"{engine.settings.child_delete_timeout:g}s"
+        ),
+    }
+    secrets = {}
+    for key, (value, secret) in provider_config(engine.settings.auth).items():
+        if secret:
+            secrets[key] = value
+        else:
+            plain[key] = auto.ConfigValue(value)
+    config_file = work_dir / f"Pulumi.{stack_name}.yaml"
+    if not _write_plain_config(config_file, {k: v.value for k, v in plain.items()}):
+        try:
+            stack.set_all_config(plain)
+        except auto.CommandError as exc:
+            raise engine.error(exc, stack=stack_name, doing="config") from None
+    for key, value in secrets.items():
+        digest = hashlib.sha256(f"{stack_name}\0{key}\0{value}".encode()).hexdigest()
+        if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(
+            config_file, key
+        ):
+            continue
+        run_cli(
+            engine,
+            ["config", "set", "--secret", key],
+            stack_name=stack_name,
+            work_dir=work_dir,
+            stdin=value,
+        )
+        engine.secrets_written[(stack_name, key)] = digest
+
+
+def _read_config_file(config_file: Path) -> dict[str, Any] | None:
+    """The stack settings file ``Pulumi.<stack>.yaml``; None when absent or not a mapping."""
+    try:
+        settings = yaml.safe_load(config_file.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(settings, dict) or not isinstance(settings.get("config") or {}, dict):
+        return None
+    return settings
+
+
+def _write_plain_config(config_file: Path, values: Mapping[str, str]) -> bool:
+    """Set plain ``values`` in the stack settings file, keeping everything else (the secrets'
+    ciphertext, the encryption salt); False when there is no such file to edit (ask the CLI).
+
+    The file is Pulumi's documented per-stack settings file, the same one
+    ``pulumi config set-all --plaintext`` edits; writing it here saves a CLI start."""
+    settings = _read_config_file(config_file)
+    if settings is None:
+        return False
+    config = dict(settings.get("config") or {})
+    config.update(values)
+    settings["config"] = config
+    text = yaml.safe_dump(settings, sort_keys=False, default_flow_style=False, width=1 << 20)
+    tmp = config_file.with_name(f".{config_file.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(config_file)
+    return True
+
+
+def _has_secret(config_file: Path, key: str) -> bool:
+    """Whether the stack's config file holds ``key`` as a secret (``{secure: ...}``)."""
+    entry = ((_read_config_file(config_file) or {}).get("config") or {}).get(key)
+    return isinstance(entry, Mapping) and bool(entry.get("secure"))
+
+
+OUTPUT_KEYS = (
+    "spec",
+    "spec_hash",
+    "lb_id",
+    "vip_address",
+    "vip_port_id",
+    "floating_ip",
+    "shared",
+    "vip_subnet_id",
+)
+
+
+def plain_outputs(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
+    """Stack outputs as plain values; Pulumi drops None outputs, they come back as None."""
+    plain: dict[str, Any] = {key: None for key in OUTPUT_KEYS}
+    plain.update({k: v.value for k, v in outputs.items()})
+    return plain
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+
+def stacks_tagged(engine: EngineContext, key: str, value: str, *, work_dir: Path) -> list[str]:
+    """Names of the project's stacks tagged ``key=value`` (``work_dir`` holds the project)."""
+    done = subprocess.run(
+        [
+            str(engine.settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--tag",
+            f"{key}={value}",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work_dir,
+        env=engine.env(),
+        check=True,
+    )
+    return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
+
+
+def list_stacks(engine: EngineContext) -> list[StackInfo]:
+    """Every stack of the engine's backend tagged ``lbr:cluster=<cluster_name>``, sorted by name.
+
+    Raises :class:`~reconciler.engine.errors.EngineError` when the backend cannot be listed. A
+    stack whose tags cannot be read (removed meanwhile) is left out, as is one without its
+    namespace and name tags (see :func:`~reconciler.engine.plan.stack_info`).
+    """
+    settings = engine.settings
+    cluster = settings.cluster_name
+    done = subprocess.run(
+        [
+            str(settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--json",
+            "--all",
+            "--project",
+            PROJECT,
+            "--tag",
+            f"{CLUSTER_TAG}={cluster}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    subject = f"the stacks of cluster {cluster}"
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        raise engine.error(RuntimeError(text), stack="", doing="listing", subject=subject)
+    try:
+        listings = parse_stack_ls(done.stdout)
+    except ValueError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    backend = settings.backend
+    tags: dict[str, dict[str, str] | None] = {
+        item.name: file_tags(backend, item.name) for item in listings
+    }
+    missing = [item for item in listings if tags[item.name] is None]
+    if missing:
+        with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+            for item, found in zip(
+                missing, pool.map(lambda item: _cli_tags(engine, item), missing), strict=True
+            ):
+                tags[item.name] = found
+    out = []
+    for item in listings:
+        found = tags[item.name]
+        if found is None:
+            continue
+        info = stack_info(item, found, cluster_name=cluster, locked=_locked(backend, item.name))
+        if info is None:
+            log.warning("stack %s lacks its namespace or name tag; left out", item.name)
+            continue
+        out.append(info)
+    return sorted(out, key=lambda info: info.stack)
+
+
+def _stack_cli(engine: EngineContext, stack: str, *args: str) -> str | None:
+    """stdout of ``pulumi stack <args> --stack <stack>`` run from the state folder; None when
+    it failed (the caller says what that means)."""
+    settings = engine.settings
+    done = subprocess.run(
+        [str(settings.toolchain.path("pulumi")), "stack", *args, "--stack", stack],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def last_operations(engine: EngineContext, infos: Sequence[StackInfo]) -> dict[str, str]:
+    """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
+    failed), eight at a time; keyed by stack name. Nothing is decrypted."""
+
+    def history(info: StackInfo) -> str:
+        args = ("history", "--json", "--page-size", "1")
+        return _stack_cli(engine, info.qualified or info.stack, *args) or ""
+
+    with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+        return {
+            info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
+        }
+
+
+def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | None:
+    out = _stack_cli(engine, item.qualified, "tag", "ls", "--json")
+    try:
+        raw = json.loads(out) if out is not None else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, Mapping):
+        log.warning("could not read the tags of stack %s; left out of the listing", item.name)
+        return None
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _locked(backend: str, name: str) -> bool | None:
+    """Whether a ``file://`` backend holds a lock on the stack that is not provably stale (a
+    lock of this host whose process is gone is stale: the next operation removes it). None for
+    other backends."""
+    folder = lock_dir(backend=backend, stack_name=name)
+    if folder is None:
+        return None
+    try:
+        locks = list(folder.glob("*.json"))
+    except OSError:
+        return False
+    host = socket.gethostname()
+    for lock in locks:
+        try:
+            owner = json.loads(lock.read_text())
+        except FileNotFoundError:
+            continue  # released meanwhile
+        except (OSError, ValueError):
+            return True  # being written: someone is taking it
+        if not isinstance(owner, Mapping):
+            return True
+        try:
+            pid = int(owner.get("pid") or 0)
+        except (TypeError, ValueError):
+            pid = 0
+        if owner.get("hostname") != host or alive(pid):
+            return True
+    return False

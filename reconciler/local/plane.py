@@ -1,0 +1,234 @@
+"""A local Kubernetes control plane: a real etcd and a real kube-apiserver on loopback.
+
+Used by the tests (through a pytest fixture) and by ``lb-reconciler demo``. There are no nodes,
+kubelets or controller-manager: the controller under test is the only controller, and Nodes are
+plain API objects the tests create. That is all a load-balancer controller talks to.
+
+    with LocalControlPlane.start(toolchain=find_toolchain()) as plane:
+        plane.kubeconfig   # a kubeconfig file for an admin (system:masters) client cert
+
+Each plane gets a fresh folder (PKI, etcd data, logs, kubeconfig) and free loopback ports, so
+several can run side by side. ``stop()`` terminates both processes (SIGTERM, then SIGKILL after a
+grace period) and removes the folder unless ``keep=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import yaml
+
+from reconciler.local.pki import PkiFiles, write_pki
+from reconciler.local.toolchain import Toolchain
+
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane did not come up; the message names the process and its log."""
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@dataclass
+class LocalControlPlane:
+    """A running etcd + kube-apiserver pair. Create it with :meth:`start`."""
+
+    folder: Path
+    server: str
+    kubeconfig: Path
+    pki: PkiFiles
+    keep: bool = False
+    _procs: list[tuple[str, subprocess.Popen[bytes], Path]] = field(default_factory=list)
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        toolchain: Toolchain,
+        folder: Path | None = None,
+        keep: bool = False,
+        timeout: float = 90.0,
+    ) -> LocalControlPlane:
+        """Start etcd and kube-apiserver; return once ``/readyz`` answers ok."""
+        base = folder or Path(tempfile.mkdtemp(prefix="lbr-plane-"))
+        base.mkdir(parents=True, exist_ok=True)
+        pki = write_pki(base / "pki")
+        api_port = free_port()
+        plane = cls(
+            folder=base,
+            server=f"https://127.0.0.1:{api_port}",
+            kubeconfig=base / "kubeconfig",
+            pki=pki,
+            keep=keep,
+        )
+        try:
+            etcd_url = plane._start_etcd(toolchain, timeout=timeout)
+            plane._start_apiserver(toolchain, etcd_url=etcd_url, port=api_port, timeout=timeout)
+            plane._write_kubeconfig()
+        except BaseException:
+            plane.stop()
+            raise
+        return plane
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = self.folder / f"{name}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        self._procs.append((name, proc, log))
+        return proc
+
+    def _wait(self, name: str, probe_url: str, *, timeout: float) -> None:
+        proc, log = next((p, lg) for n, p, lg in self._procs if n == name)
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ControlPlaneError(
+                    f"{name} exited with {proc.returncode} while starting; log {log}:\n{_tail(log)}"
+                )
+            try:
+                https = probe_url.startswith("https")
+                with urllib.request.urlopen(  # noqa: S310 (fixed loopback URL)
+                    probe_url, timeout=2, context=ctx if https else None
+                ) as resp:
+                    if resp.status == 200:
+                        return
+                    last = f"HTTP {resp.status}"
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise ControlPlaneError(
+            f"{name} not ready after {timeout:.0f}s ({last}); log {log}:\n{_tail(log)}"
+        )
+
+    def _start_etcd(self, toolchain: Toolchain, *, timeout: float) -> str:
+        client, peer = free_port(), free_port()
+        url = f"http://127.0.0.1:{client}"
+        self._spawn(
+            "etcd",
+            [
+                str(toolchain.path("etcd")),
+                "--name=default",
+                f"--data-dir={self.folder / 'etcd'}",
+                f"--listen-client-urls={url}",
+                f"--advertise-client-urls={url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                "--listen-metrics-urls=",
+                "--unsafe-no-fsync",  # throw-away data: fsync would cost seconds and buy nothing
+                "--log-level=warn",
+            ],
+        )
+        self._wait("etcd", f"{url}/health", timeout=timeout)
+        return url
+
+    def _start_apiserver(
+        self, toolchain: Toolchain, *, etcd_url: str, port: int, timeout: float
+    ) -> None:
+        pki = self.pki
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(toolchain.path("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--tls-cert-file={pki.serving_cert}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--service-account-key-file={pki.sa_public}",
+                f"--service-account-signing-key-file={pki.sa_private}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=RBAC",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+                f"--cert-dir={self.folder / 'apiserver-certs'}",
+                "--v=1",
+            ],
+        )
+        self._wait("kube-apiserver", f"{self.server}/readyz", timeout=timeout)
+
+    def _write_kubeconfig(self) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(self.pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(self.pki.admin_cert),
+                        "client-key": str(self.pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "current-context": "local",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+
+    def stop(self, *, grace: float = 10.0) -> None:
+        """Stop kube-apiserver, then etcd; remove the folder unless ``keep``."""
+        for _name, proc, _log in reversed(self._procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self._procs.clear()
+        if not self.keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self.folder)
+
+    def __enter__(self) -> LocalControlPlane:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
