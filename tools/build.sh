@@ -19,6 +19,7 @@
 #   LBR_TOOLS_CACHE  cache root (default: ${XDG_CACHE_HOME:-~/.cache}/lb-reconciler/tools)
 #   PULUMI_HOME      where the plugin is installed (default: Pulumi's own, ~/.pulumi)
 #   LBR_NO_AMBIENT=1 never use binaries found on PATH; always build
+#   LBR_TOOLS_VERBOSE=1  show every module the go command downloads (hidden by default)
 set -euo pipefail
 
 PULUMI_VERSION=3.259.0          # = the `pulumi` pin in pyproject.toml
@@ -67,14 +68,21 @@ ambient() {
   echo "$p"
 }
 
+# quiet CMD...: run CMD with the go command's "go: downloading ..." lines dropped from its stderr
+# (hundreds on a cold build), unless LBR_TOOLS_VERBOSE=1; everything else, errors included, shows.
+quiet() {
+  if [ "${LBR_TOOLS_VERBOSE:-}" = 1 ]; then "$@"; return; fi
+  { "$@" 2>&1 1>&3 | { grep -v '^go: downloading ' || true; } >&2; } 3>&1
+}
+
 # timed LABEL CMD...: run CMD, log wall time and peak memory (where /usr/bin/time exists).
 timed() {
   local label=$1; shift
   local start=$SECONDS
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "[tools] $label: %es wall, %MKB peak RSS" "$@"
+    quiet /usr/bin/time -f "[tools] $label: %es wall, %MKB peak RSS" "$@"
   else
-    "$@"; log "$label: $((SECONDS - start))s wall"
+    quiet "$@"; log "$label: $((SECONDS - start))s wall"
   fi
 }
 

@@ -163,3 +163,24 @@ def test_each_package_says_what_it_holds(package: str) -> None:
         named = set(re.findall(r":mod:`\.(\w+)`", doc))
         present = {p.stem for p in path.glob("*.py") if p.stem not in {"__init__", "__main__"}}
         assert present <= named, f"{init} does not name {sorted(present - named)}"
+
+
+def _doc_paths() -> set[str]:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    return set(
+        re.findall(r"`((?:reconciler|stacks|emulator|tools|tests|bench|deploy)/[\w/.]*)`", text)
+    )
+
+
+def test_architecture_doc_names_only_what_exists() -> None:
+    paths = _doc_paths()
+    assert len(paths) > 30  # the map is there, not an empty page
+    assert sorted(p for p in paths if not (ROOT / p).exists()) == []
+
+
+def test_architecture_doc_names_every_package() -> None:
+    paths = _doc_paths()
+    packages = {
+        str(p.parent.relative_to(ROOT)) + "/" for p in (ROOT / "reconciler").rglob("__init__.py")
+    } - {"reconciler/"}
+    assert sorted(packages - paths) == []
