@@ -103,11 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    handle = start(host=args.host, port=args.port, config=config)
-    clouds = handle.write_clouds_yaml(path=args.clouds_yaml, cloud_name=args.cloud_name)
-    print(f"auth_url: {handle.auth_url}")
-    print(f"clouds.yaml: {clouds} (cloud '{args.cloud_name}', OS_CLIENT_CONFIG_FILE={clouds})")
-    print(json.dumps(handle.topology(), indent=2), flush=True)
+    # Handled before anything is printed: a parent may stop us the moment it reads the URL.
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -115,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    handle = start(host=args.host, port=args.port, config=config)
+    clouds = handle.write_clouds_yaml(path=args.clouds_yaml, cloud_name=args.cloud_name)
+    print(f"auth_url: {handle.auth_url}")
+    print(f"clouds.yaml: {clouds} (cloud '{args.cloud_name}', OS_CLIENT_CONFIG_FILE={clouds})")
+    print(json.dumps(handle.topology(), indent=2), flush=True)
     stop.wait()
     handle.stop()
     return 0

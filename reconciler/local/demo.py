@@ -42,7 +42,7 @@ spec:
 NODES = (("demo-worker-1", "10.0.0.11"), ("demo-worker-2", "10.0.0.12"))
 CLUSTER = "demo"
 PASSPHRASE = "lb-reconciler-demo"  # noqa: S105 (a local, throw-away backend)
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def say(message: str) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS = ("pulumi", "pulumi-resource-openstack", "etcd", "kube-apiserver", "kubectl")
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "tools" / "build.sh"
 
 

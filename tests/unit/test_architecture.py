@@ -184,3 +184,11 @@ def test_architecture_doc_names_every_package() -> None:
         str(p.parent.relative_to(ROOT)) + "/" for p in (ROOT / "reconciler").rglob("__init__.py")
     } - {"reconciler/"}
     assert sorted(packages - paths) == []
+
+
+def test_paths_the_package_finds_beside_itself_exist() -> None:
+    # found relative to the module's own file, so a move of the module must move them too
+    from reconciler.local import demo, toolchain
+
+    assert toolchain.BUILD_SCRIPT.is_file()
+    assert (demo.DEPLOY / "rbac.yaml").is_file()

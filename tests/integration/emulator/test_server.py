@@ -9,15 +9,18 @@ import gc
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
+import emulator.__main__ as emulator_main
 from emulator.cloud import CloudConfig
 from emulator.faults import FaultConfig, FaultRule
 from emulator.server import start
@@ -130,6 +133,44 @@ def test_python_m_emulator_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
             proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+class _PrintedError(Exception):
+    pass
+
+
+def test_sigterm_is_handled_before_the_auth_url_is_printed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A parent may stop ``python -m emulator`` the moment it has read the URL (a CI run did,
+    right after one GET, and got exit -15 instead of 0): the handler must be in place by then.
+    Checked at the print itself, so the test does not depend on winning a race."""
+    seen: list[object] = []
+    handles: list[Any] = []
+    real_start = emulator_main.start
+
+    def start(**kwargs: Any) -> Any:
+        handles.append(real_start(**kwargs))
+        return handles[-1]
+
+    def fake_print(*args: object, **_kwargs: object) -> None:
+        if args and str(args[0]).startswith("auth_url: "):
+            seen.append(signal.getsignal(signal.SIGTERM))
+            raise _PrintedError
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    monkeypatch.setattr(emulator_main, "start", start)
+    monkeypatch.setattr(emulator_main, "print", fake_print, raising=False)
+    try:
+        with pytest.raises(_PrintedError):
+            emulator_main.main(["--clouds-yaml", str(tmp_path / "clouds.yaml")])
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for handle in handles:
+            handle.stop()
+    assert len(seen) == 1
+    assert seen[0] not in (signal.SIG_DFL, signal.SIG_IGN, None, before[signal.SIGTERM])
 
 
 def test_restart_serves_the_state_file_on_the_same_port(tmp_path: Path) -> None:
