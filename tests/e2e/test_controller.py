@@ -29,11 +29,12 @@ from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
-from reconciler.controller.sync_plan import ADDRESS_ANNOTATION, ID_ANNOTATION, ControllerSettings
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
+from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
@@ -275,8 +276,8 @@ def test_ensure_adds_finalizer_first_then_status_annotations_events(running: Run
     n = abs(hash(uid)) % 200 + 10
     assert ingress == [{"ip": f"172.24.4.{n}", "ipMode": "VIP"}]
     annotations = svc["metadata"]["annotations"]
-    assert annotations[ID_ANNOTATION] == str(uuid.uuid5(uuid.NAMESPACE_URL, uid))
-    assert annotations[ADDRESS_ANNOTATION] == f"172.24.4.{n}"
+    assert annotations[LOAD_BALANCER_ID] == str(uuid.uuid5(uuid.NAMESPACE_URL, uid))
+    assert annotations[LOAD_BALANCER_ADDRESS] == f"172.24.4.{n}"
     assert svc["metadata"]["finalizers"] == [FINALIZER]
     wait_for(lambda: running.event("web", "EnsuredLoadBalancer"), what="EnsuredLoadBalancer")
     # Event timestamps have one-second resolution: check presence, not order
@@ -449,8 +450,8 @@ def test_type_change_away_from_load_balancer_cleans_up(running: Running) -> None
     wait_for(cleaned, what="finalizer and status removed")
     assert running.engine.ops(key)[-1] == "delete"
     annotations = running.get("web")["metadata"].get("annotations") or {}
-    assert ID_ANNOTATION not in annotations
-    assert ADDRESS_ANNOTATION not in annotations
+    assert LOAD_BALANCER_ID not in annotations
+    assert LOAD_BALANCER_ADDRESS not in annotations
     wait_for(lambda: running.event("web", "DeletedLoadBalancer"), what="DeletedLoadBalancer")
 
 
