@@ -29,42 +29,26 @@ The real engine's hierarchy (:mod:`reconciler.engine.errors`) maps as: ``Conflic
 :class:`Failure` or its value; anything else is ``BACKOFF``.
 
 :class:`PulumiEngine` adapts :class:`reconciler.engine.stack.Engine` (one ``ServiceStack`` per
-Service) to the Protocol: the stack outputs ``lb_id``, ``vip_address``, ``floating_ip`` become an
-:class:`EnsureResult`.
+Service) to the Protocol. ``ensure`` returns the engine's own
+:class:`~reconciler.engine.results.EnsureResult` (Pulumi-free, so test doubles build it too); its
+``lb_id``, ``address`` and ``frozen`` are what the status, annotations and Events need.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from reconciler.engine import errors as engine_errors
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
-from reconciler.model.frozen import FrozenChange
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
-__all__ = ["EnsureResult", "Failure", "LoadBalancerEngine", "PulumiEngine", "classify"]
-
-
-@dataclass(frozen=True)
-class EnsureResult:
-    """The stack's outputs after ``ensure``. ``changed``: an ``up`` ran and changed something."""
-
-    lb_id: str
-    vip_address: str
-    floating_ip: str | None
-    changed: bool
-    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
-
-    @property
-    def address(self) -> str:
-        """The address users reach: the floating IP if there is one, else the VIP (OCCM)."""
-        return self.floating_ip or self.vip_address
+__all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "classify"]
 
 
 class LoadBalancerEngine(Protocol):
@@ -123,16 +107,7 @@ class PulumiEngine:
         self._engine = engine
 
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
-        result = self._engine.stack(service=spec.service).ensure(spec)
-        out = result.outputs
-        fip = out.get("floating_ip")
-        return EnsureResult(
-            lb_id=str(out.get("lb_id") or ""),
-            vip_address=str(out.get("vip_address") or ""),
-            floating_ip=str(fip) if fip else None,
-            changed=result.changed,
-            frozen=result.frozen,
-        )
+        return self._engine.stack(service=spec.service).ensure(spec)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip)

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.config import CloudConfig
-from reconciler.controller.backend import EnsureResult
 from reconciler.controller.ingress import desired_ingress, status_patch
+from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ValidationError, build_spec
 from reconciler.model import nodes as node_rules
 from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID

@@ -4,6 +4,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 
 * :mod:`.stack`: :class:`~.stack.Engine` (the stacks of this cluster) and
   :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``delete`` of one Service);
+  :mod:`.results`: the :class:`~.results.EnsureResult` that ``ensure`` returns (no Pulumi: the
+  controller and its test doubles use it too);
 * :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from reconciler.config import default_config
-from reconciler.controller.backend import EnsureResult, Failure
+from reconciler.controller.backend import Failure
 from reconciler.controller.events import COMPONENT
 from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
@@ -31,6 +31,7 @@ from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
@@ -91,12 +92,12 @@ class RecordingEngine:
             changed = spec.spec_hash() not in self.applied
             self.applied.add(spec.spec_hash())
         n = abs(hash(ref.uid)) % 200 + 10
-        return EnsureResult(
-            lb_id=str(uuid.uuid5(uuid.NAMESPACE_URL, ref.uid)),
-            vip_address=f"10.0.0.{n}",
-            floating_ip=f"172.24.4.{n}",
-            changed=changed,
-        )
+        outputs = {
+            "lb_id": str(uuid.uuid5(uuid.NAMESPACE_URL, ref.uid)),
+            "vip_address": f"10.0.0.{n}",
+            "floating_ip": f"172.24.4.{n}",
+        }
+        return EnsureResult(changed=changed, spec_hash=spec.spec_hash(), outputs=outputs)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         call = Call(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reconciler.config import default_config, with_overrides
-from reconciler.controller.backend import EnsureResult, Failure
+from reconciler.controller.backend import Failure
 from reconciler.controller.backend import classify as failure_of
 from reconciler.controller.loop import Controller, Retry, Settle, settle
 from reconciler.controller.queue import Backoff, Schedule, WorkQueue
@@ -33,6 +33,7 @@ from reconciler.engine.errors import (
     engine_error,
 )
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
 from tests.unit.k8s_objects import EXAMPLE_SERVICE
 
@@ -109,7 +110,8 @@ class FailingEngine:
         self.calls.append("ensure")
         if self.ensure_error is not None:
             raise self.ensure_error
-        return EnsureResult(LB_ID, "10.0.0.5", "172.24.4.10", changed=True)
+        outputs = {"lb_id": LB_ID, "vip_address": "10.0.0.5", "floating_ip": "172.24.4.10"}
+        return EnsureResult(changed=True, spec_hash=spec.spec_hash(), outputs=outputs)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         self.calls.append("delete")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler.config import default_config, with_overrides
-from reconciler.controller.backend import EnsureResult, Failure, classify
+from reconciler.controller.backend import Failure, classify
 from reconciler.controller.ingress import desired_ingress, ingress_equal
 from reconciler.controller.sync_plan import (
     CREATE_ONLY_REASON,
@@ -26,6 +26,7 @@ from reconciler.controller.sync_plan import (
     should_enqueue_on_add,
     should_enqueue_on_update,
 )
+from reconciler.engine.results import EnsureResult
 from reconciler.model import FINALIZER, StatusSpec
 from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 from reconciler.model.frozen import FrozenChange
@@ -213,7 +214,8 @@ def test_unchanged_spec_emits_no_events() -> None:
     assert plan.events == ()
 
 
-RESULT = EnsureResult(lb_id=LB_ID, vip_address="10.0.0.50", floating_ip="172.24.4.10", changed=True)
+OUTPUTS = {"lb_id": LB_ID, "vip_address": "10.0.0.50", "floating_ip": "172.24.4.10"}
+RESULT = EnsureResult(changed=True, spec_hash="h", outputs=OUTPUTS)
 
 
 @pytest.mark.parametrize(
@@ -263,7 +265,7 @@ def test_after_ensure_no_patches_when_equal() -> None:
 
 
 def test_after_ensure_vip_when_no_floating_ip() -> None:
-    result = replace(RESULT, floating_ip=None)
+    result = replace(RESULT, outputs={**OUTPUTS, "floating_ip": None})
     after = plan_after_ensure(service=svc(), spec=_spec(), result=result, change=Change.FULL)
     assert after.status_patch is not None
     assert after.status_patch["status"]["loadBalancer"]["ingress"][0]["ip"] == "10.0.0.50"
