@@ -9,8 +9,9 @@ The controller does not import the Pulumi engine; it talks to anything with this
 * ``refresh(service)`` and ``stacks()`` serve the housekeeper (drift, orphans); ``cancel()``
   interrupts running operations when the process stops.
 
-Failures are exceptions. :func:`classify` maps one to a :class:`Failure` kind, which decides the
-retry and whether the Service gets a Warning (see :mod:`reconciler.controller.loop`):
+Failures are exceptions. :func:`failure_of` reads one's ``failure_kind`` as a :class:`Failure`,
+which decides the retry and whether the Service gets a Warning (see
+:mod:`reconciler.controller.loop`):
 
 * ``BUSY``: the cloud or the stack is busy and will not be for long (HTTP 409, Octavia
   ``PENDING_*``, a stack lock held by a live operation): Warning Event, retry in seconds, a
@@ -23,10 +24,11 @@ retry and whether the Service gets a Warning (see :mod:`reconciler.controller.lo
 * ``INVALID``: the Service's input is invalid as written (found before any engine call): the
   Warning naming the field; no retry until the Service changes.
 
-The real engine's hierarchy (:mod:`reconciler.engine.errors`) maps as: ``ConflictError`` ->
-``BUSY``; ``InterruptedOperationError`` -> ``RETRY_SOON``; every other ``EngineError`` ->
-``BACKOFF``. Other engines (test doubles) may instead set a ``failure_kind`` attribute holding a
-:class:`Failure` or its value; anything else is ``BACKOFF``.
+Which engine error is which kind is said once, by each class of :mod:`reconciler.engine.errors`
+(its ``failure_kind``: ``ConflictError`` is ``busy``, ``InterruptedOperationError`` is
+``retry_soon``, every other ``EngineError`` is ``backoff``). Other engines (test doubles) set a
+``failure_kind`` the same way, a :class:`Failure` or its value; an exception without one, or
+with a value that is no kind, is ``BACKOFF``.
 
 :class:`PulumiEngine` adapts :class:`reconciler.engine.stack.Engine` (one ``ServiceStack`` per
 Service) to the Protocol. ``ensure`` returns the engine's own
@@ -40,7 +42,6 @@ import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from reconciler.engine import errors as engine_errors
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -48,7 +49,7 @@ from reconciler.model import LoadBalancerSpec, ServiceRef
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
-__all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "classify"]
+__all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "failure_of"]
 
 
 class LoadBalancerEngine(Protocol):
@@ -82,13 +83,8 @@ class Failure(enum.Enum):
     INVALID = "invalid"  # the Service's input is invalid: no retry until it changes
 
 
-def classify(exc: BaseException) -> Failure:
-    if isinstance(exc, engine_errors.InterruptedOperationError):
-        return Failure.RETRY_SOON
-    if isinstance(exc, engine_errors.ConflictError):
-        return Failure.BUSY
-    if isinstance(exc, engine_errors.EngineError):
-        return Failure.BACKOFF
+def failure_of(exc: BaseException) -> Failure:
+    """How a failed engine call is retried: its ``failure_kind`` (see the module docstring)."""
     kind = getattr(exc, "failure_kind", None)
     if isinstance(kind, Failure):
         return kind

@@ -369,8 +369,8 @@ def failure_event(*, action: Action, error: str, retry_in: float | None) -> Even
     the next attempt is, so a user knows whether to wait or to act.
 
     ``<err>`` is the first line of ``error``: an engine error puts the cloud's own message there
-    (:func:`reconciler.engine.errors.describe`) and pulumi's error lines after it, for the log.
-    It is clipped so that the retry time always shows; the message stays the same from one
+    (:func:`reconciler.engine.failure_text.describe`) and pulumi's error lines after it, for the
+    log. It is clipped so that the retry time always shows; the message stays the same from one
     attempt to the next while the cloud says the same, so Events aggregate (a count)."""
     verb = "delete" if action is Action.CLEANUP else "ensure"
     head = f"Error syncing load balancer: failed to {verb} load balancer: "

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler.config import default_config, with_overrides
-from reconciler.controller.backend import Failure, classify
+from reconciler.controller.backend import Failure, failure_of
 from reconciler.controller.ingress import desired_ingress, ingress_equal
 from reconciler.controller.sync_plan import (
     CREATE_ONLY_REASON,
@@ -371,7 +371,7 @@ def test_failure_event_names_the_action_and_the_retry() -> None:
     assert len(long.message) == 1024
 
 
-def test_classify_reads_failure_kind() -> None:
+def test_failure_of_reads_failure_kind() -> None:
     class BusyError(Exception):
         failure_kind = Failure.RETRY_SOON
 
@@ -381,10 +381,10 @@ def test_classify_reads_failure_kind() -> None:
     class OddError(Exception):
         failure_kind = "no-such-kind"
 
-    assert classify(BusyError()) is Failure.RETRY_SOON
-    assert classify(BadError()) is Failure.INVALID
-    assert classify(OddError()) is Failure.BACKOFF
-    assert classify(RuntimeError()) is Failure.BACKOFF
+    assert failure_of(BusyError()) is Failure.RETRY_SOON
+    assert failure_of(BadError()) is Failure.INVALID
+    assert failure_of(OddError()) is Failure.BACKOFF
+    assert failure_of(RuntimeError()) is Failure.BACKOFF
 
 
 def test_after_ensure_warns_for_each_create_only_field_asked_to_change() -> None:
