@@ -28,7 +28,8 @@ load balancer keeps as it was made with (:mod:`reconciler.model.frozen`), naming
 value in use, the value asked for and what to do. ``EnsuringLoadBalancer`` /
 ``EnsuredLoadBalancer`` frame a sync whose spec differs from the last one this process applied (or
 the first after start, as upstream); ``UpdatedLoadBalancer`` ("with new hosts") when only members
-changed; ``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
+changed (:func:`reconciler.controller.changes.classify_change` tells which);
+``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
 ``DeletedLoadBalancer`` around cleanup; ``SyncLoadBalancerFailed`` for a failure, including invalid
 input, whose message names the field, the value and the fix.
 
@@ -40,14 +41,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.config import CloudConfig
+from reconciler.controller.changes import Change, classify_change
 from reconciler.controller.ingress import desired_ingress, status_patch
 from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ValidationError, build_spec
-from reconciler.model import nodes as node_rules
 from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 from reconciler.model.network import keep_floating_ip_now
 from reconciler.model.predicates import (
@@ -68,16 +69,13 @@ __all__ = [
     "CREATE_ONLY_REASON",
     "Action",
     "AfterEnsure",
-    "Change",
     "CleanupPlan",
     "ControllerSettings",
     "EnsurePlan",
     "Event",
     "add_finalizer_patch",
-    "classify_change",
     "decide",
     "failure_event",
-    "node_fingerprint",
     "plan_after_ensure",
     "plan_cleanup",
     "plan_ensure",
@@ -121,14 +119,6 @@ class Action(enum.Enum):
     CLEANUP = "cleanup"
 
 
-class Change(enum.Enum):
-    """The spec compared with the last one this process applied for the same Service."""
-
-    NONE = "none"
-    HOSTS = "hosts"  # only pool members differ
-    FULL = "full"  # anything else, or nothing known
-
-
 def _meta(service: Mapping[str, Any]) -> Mapping[str, Any]:
     return part(service, "metadata")
 
@@ -170,54 +160,7 @@ def should_enqueue_on_update(
     return needs_update(old, new, settings.ownership)
 
 
-# -- nodes ------------------------------------------------------------------------------------
-
-
-def node_fingerprint(nodes: Sequence[Mapping[str, Any]]) -> frozenset[tuple[Any, ...]]:
-    """What of the Nodes can change a load balancer (KEP-3458): the eligible Nodes, their labels
-    (``node-selector`` reads them) and their addresses. Readiness is left out on purpose: a Ready
-    flap must not rewrite every pool."""
-    out = set()
-    for node in nodes:
-        if not node_rules.is_eligible(node):
-            continue
-        labels = tuple(sorted(part(part(node, "metadata"), "labels").items()))
-        raw = part(node, "status").get("addresses")
-        addresses = tuple(
-            sorted(
-                (str(a.get("type")), str(a.get("address")))
-                for a in (raw if isinstance(raw, list) else [])
-                if isinstance(a, Mapping) and a.get("type") in ("InternalIP", "ExternalIP")
-            )
-        )
-        out.add((node_rules.node_name(node), labels, addresses))
-    return frozenset(out)
-
-
 # -- ensure -----------------------------------------------------------------------------------
-
-
-def _without_members(spec: LoadBalancerSpec) -> LoadBalancerSpec:
-    """``spec`` without what Node changes touch: members, and the autodetect address (the first
-    Node's; the engine keeps the VIP subnet it detected once, see ``spec_for_stack``)."""
-    listeners = tuple(replace(lst, pool=replace(lst.pool, members=())) for lst in spec.listeners)
-    return replace(spec, listeners=listeners, vip_autodetect_address=None)
-
-
-def classify_change(
-    previous: LoadBalancerSpec | None, new: LoadBalancerSpec, *, previous_lb_id: str | None
-) -> Change:
-    """``previous_lb_id``: the id the engine returned last time. Our own ``load-balancer-id``
-    annotation coming back in the next spec is not a change the user made."""
-    if previous is None or previous.service.uid != new.service.uid:
-        return Change.FULL
-    if previous.existing_lb_id is None:
-        new = new.owning(previous_lb_id)
-    if new == previous:
-        return Change.NONE
-    if _without_members(new) == _without_members(previous):
-        return Change.HOSTS
-    return Change.FULL
 
 
 def _invalid_message(errors: Sequence[ValidationError]) -> str:

@@ -10,16 +10,14 @@ import pytest
 
 from reconciler.config import default_config, with_overrides
 from reconciler.controller.backend import Failure, failure_of
+from reconciler.controller.changes import Change, classify_change, node_fingerprint
 from reconciler.controller.ingress import desired_ingress, ingress_equal
 from reconciler.controller.sync_plan import (
     CREATE_ONLY_REASON,
     Action,
-    Change,
     ControllerSettings,
-    classify_change,
     decide,
     failure_event,
-    node_fingerprint,
     plan_after_ensure,
     plan_cleanup,
     plan_ensure,
