@@ -146,9 +146,7 @@ def _services(
     chosen = []
     for key in wanted or sorted(by_key):
         svc = by_key.get(key)
-        served = svc is not None and wants_load_balancer(
-            svc, owned_classes=settings.owned_classes, serve_default=settings.serve_default
-        )
+        served = svc is not None and wants_load_balancer(svc, settings.ownership)
         deleting = svc is not None and (svc.get("metadata") or {}).get("deletionTimestamp")
         if svc is not None and served and not deleting:
             chosen.append(svc)

@@ -145,9 +145,7 @@ def select_services(
             continue
         meta["namespace"] = meta.get("namespace") or namespace
         key = f"{meta['namespace']}/{meta['name']}"
-        if not wants_load_balancer(
-            service, owned_classes=settings.owned_classes, serve_default=settings.serve_default
-        ):
+        if not wants_load_balancer(service, settings.ownership):
             skipped.append(
                 Skipped(doc.where, "Service", meta["name"], _skip_reason(service, settings), key)
             )

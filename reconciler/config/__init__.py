@@ -32,12 +32,15 @@ Secrets (``password``, ``trustee-password``, ``token``, ``application-credential
 in :class:`Secret`, whose ``repr`` and ``str`` never show the value, and issue messages never
 quote the value of a secret key or of an unknown key (a misspelt ``pasword`` is still a password).
 
-Modules: :mod:`.gcfg` (the gcfg reader), :mod:`.parse` (what each key means, the key tables,
-cross-key checks), :mod:`.settings` (the frozen settings), :mod:`.clouds` and
+Modules: :mod:`.gcfg` (the gcfg reader), :mod:`.keys` (what each key means: its field and
+converter, the key tables), :mod:`.checks` (checks across keys, refusals), :mod:`.parse` (text
+-> settings, composing those), :mod:`.settings` (the frozen settings), :mod:`.clouds` and
 :mod:`.subnet_match`. Imports nothing of the project (the lowest layer); everything may import it.
 """
 
-from reconciler.config.parse import LB_METHODS, parse_cloud_conf, parse_go_duration
+from reconciler.config.checks import LB_METHODS
+from reconciler.config.keys import parse_go_duration
+from reconciler.config.parse import parse_cloud_conf
 from reconciler.config.settings import (
     AuthConfig,
     CloudConfig,

@@ -1,7 +1,7 @@
 """A reader for gcfg syntax (``gopkg.in/gcfg.v1``, the INI dialect OCCM reads cloud.conf with).
 
 It only turns text into ``(section, subsection, key, raw value, line)`` entries and syntax errors;
-what the keys mean is decided in :mod:`reconciler.config.parse`. Reproduced quirks:
+what the keys mean is decided in :mod:`reconciler.config.keys`. Reproduced quirks:
 
 * names are identifiers of letters, digits and ``-``;
 * ``[Sect "sub"]`` takes a quoted, case-sensitive subsection (escapes: backslash-quote and

@@ -5,6 +5,7 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
 * :mod:`.runner`: ``lb-reconciler run``, one controller process composed from the parts below;
 * :mod:`.loop`: watches feed the work queue; workers carry out one Service's sync at a time;
 * :mod:`.sync_plan`: what to do for one Service and which patches and Events say so (pure);
+  :mod:`.changes`: whether its spec or the Nodes changed since the last sync (pure);
   :mod:`.sync`: carrying out one sync, in the order that keeps the guarantees;
 * :mod:`.ingress`: the Service's ``status.loadBalancer.ingress`` (pure);
 * :mod:`.housekeeping_plan`: orphans and drift checks (pure); :mod:`.housekeeping`: the

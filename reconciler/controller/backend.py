@@ -9,8 +9,9 @@ The controller does not import the Pulumi engine; it talks to anything with this
 * ``refresh(service)`` and ``stacks()`` serve the housekeeper (drift, orphans); ``cancel()``
   interrupts running operations when the process stops.
 
-Failures are exceptions. :func:`classify` maps one to a :class:`Failure` kind, which decides the
-retry and whether the Service gets a Warning (see :mod:`reconciler.controller.loop`):
+Failures are exceptions. :func:`failure_of` reads one's ``failure_kind`` as a :class:`Failure`,
+which decides the retry and whether the Service gets a Warning (see
+:mod:`reconciler.controller.loop`):
 
 * ``BUSY``: the cloud or the stack is busy and will not be for long (HTTP 409, Octavia
   ``PENDING_*``, a stack lock held by a live operation): Warning Event, retry in seconds, a
@@ -23,48 +24,32 @@ retry and whether the Service gets a Warning (see :mod:`reconciler.controller.lo
 * ``INVALID``: the Service's input is invalid as written (found before any engine call): the
   Warning naming the field; no retry until the Service changes.
 
-The real engine's hierarchy (:mod:`reconciler.engine.errors`) maps as: ``ConflictError`` ->
-``BUSY``; ``InterruptedOperationError`` -> ``RETRY_SOON``; every other ``EngineError`` ->
-``BACKOFF``. Other engines (test doubles) may instead set a ``failure_kind`` attribute holding a
-:class:`Failure` or its value; anything else is ``BACKOFF``.
+Which engine error is which kind is said once, by each class of :mod:`reconciler.engine.errors`
+(its ``failure_kind``: ``ConflictError`` is ``busy``, ``InterruptedOperationError`` is
+``retry_soon``, every other ``EngineError`` is ``backoff``). Other engines (test doubles) set a
+``failure_kind`` the same way, a :class:`Failure` or its value; an exception without one, or
+with a value that is no kind, is ``BACKOFF``.
 
 :class:`PulumiEngine` adapts :class:`reconciler.engine.stack.Engine` (one ``ServiceStack`` per
-Service) to the Protocol: the stack outputs ``lb_id``, ``vip_address``, ``floating_ip`` become an
-:class:`EnsureResult`.
+Service) to the Protocol. ``ensure`` returns the engine's own
+:class:`~reconciler.engine.results.EnsureResult` (Pulumi-free, so test doubles build it too); its
+``lb_id``, ``address`` and ``frozen`` are what the status, annotations and Events need.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from reconciler.engine import errors as engine_errors
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
-from reconciler.model.frozen import FrozenChange
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
-__all__ = ["EnsureResult", "Failure", "LoadBalancerEngine", "PulumiEngine", "classify"]
-
-
-@dataclass(frozen=True)
-class EnsureResult:
-    """The stack's outputs after ``ensure``. ``changed``: an ``up`` ran and changed something."""
-
-    lb_id: str
-    vip_address: str
-    floating_ip: str | None
-    changed: bool
-    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
-
-    @property
-    def address(self) -> str:
-        """The address users reach: the floating IP if there is one, else the VIP (OCCM)."""
-        return self.floating_ip or self.vip_address
+__all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "failure_of"]
 
 
 class LoadBalancerEngine(Protocol):
@@ -98,13 +83,8 @@ class Failure(enum.Enum):
     INVALID = "invalid"  # the Service's input is invalid: no retry until it changes
 
 
-def classify(exc: BaseException) -> Failure:
-    if isinstance(exc, engine_errors.InterruptedOperationError):
-        return Failure.RETRY_SOON
-    if isinstance(exc, engine_errors.ConflictError):
-        return Failure.BUSY
-    if isinstance(exc, engine_errors.EngineError):
-        return Failure.BACKOFF
+def failure_of(exc: BaseException) -> Failure:
+    """How a failed engine call is retried: its ``failure_kind`` (see the module docstring)."""
     kind = getattr(exc, "failure_kind", None)
     if isinstance(kind, Failure):
         return kind
@@ -123,16 +103,7 @@ class PulumiEngine:
         self._engine = engine
 
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
-        result = self._engine.stack(service=spec.service).ensure(spec)
-        out = result.outputs
-        fip = out.get("floating_ip")
-        return EnsureResult(
-            lb_id=str(out.get("lb_id") or ""),
-            vip_address=str(out.get("vip_address") or ""),
-            floating_ip=str(fip) if fip else None,
-            changed=result.changed,
-            frozen=result.frozen,
-        )
+        return self._engine.stack(service=spec.service).ensure(spec)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip)

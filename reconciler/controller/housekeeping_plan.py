@@ -18,8 +18,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.controller.sync_plan import CLASS_FINALIZER, Action, ControllerSettings, decide
+from reconciler.controller.sync_plan import Action, ControllerSettings, decide
 from reconciler.engine.plan import StackInfo
+from reconciler.model.predicates import CLASS_FINALIZER
 
 __all__ = ["DriftScan", "OrphanScan", "drift_due", "drift_phase", "find_orphans", "is_orphan"]
 

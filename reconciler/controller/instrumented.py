@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from reconciler.controller.backend import EnsureResult, LoadBalancerEngine
+from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.metrics import Metrics
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
 
 __all__ = ["InstrumentedEngine"]

@@ -57,6 +57,7 @@ from typing import Any
 
 from reconciler.config import CloudConfig
 from reconciler.controller.backend import Failure, LoadBalancerEngine
+from reconciler.controller.changes import node_fingerprint
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.housekeeping import Housekeeper, HousekeepingSettings
 from reconciler.controller.instrumented import InstrumentedEngine
@@ -69,7 +70,6 @@ from reconciler.controller.sync_plan import (
     ControllerSettings,
     decide,
     failure_event,
-    node_fingerprint,
     should_enqueue_on_add,
     should_enqueue_on_update,
 )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.config import CloudConfig
-from reconciler.controller.backend import Failure, LoadBalancerEngine, classify
+from reconciler.controller.backend import Failure, LoadBalancerEngine, failure_of
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 from reconciler.controller.metrics import Metrics
@@ -153,7 +153,7 @@ class ServiceSync:
     def _engine_failure(
         self, exc: Exception, service: Mapping[str, Any] | None, action: Action
     ) -> SyncOutcome:
-        return SyncOutcome(classify(exc), str(exc) or type(exc).__name__, service, action)
+        return SyncOutcome(failure_of(exc), str(exc) or type(exc).__name__, service, action)
 
     def _patch_fresh(
         self,

@@ -5,8 +5,10 @@ Here the deciding is split out, so every path is a table-driven unit test and
 :mod:`reconciler.controller.loop` only carries the plans out (API calls, engine calls, in the order
 given). Three decisions:
 
-* :func:`decide`: ``ENSURE``, ``CLEANUP`` or ``IGNORE`` (KEP-980 and upstream ``wantsLoadBalancer``
-  / ``needsCleanup``, extended with the load balancer classes this controller owns);
+* :func:`decide`: ``ENSURE``, ``CLEANUP`` or ``IGNORE``, from the predicates of
+  :mod:`reconciler.model.predicates` (upstream ``wantsLoadBalancer`` / ``needsCleanup`` and
+  KEP-980, extended with the load balancer classes this controller owns), which hold every rule
+  about which Services and which finalizers are ours;
 * :func:`plan_ensure` then :func:`plan_after_ensure`: the spec (or the validation errors and the
   Warning that reports them, leaving the cloud alone), the finalizer patch that must succeed
   before any cloud change, the Events, and the status and annotation patches from the engine's
@@ -15,10 +17,8 @@ given). Three decisions:
   after the engine's ``delete`` returned.
 
 Finalizers. Classless Services use ``service.kubernetes.io/load-balancer-cleanup`` as upstream
-does. A Service whose ``spec.loadBalancerClass`` is one this controller owns gets
-``settings.class_finalizer`` instead: a cloud controller manager running beside us treats the
-standard finalizer on *any* Service as its own (upstream ``needsCleanup`` ignores the class) and
-would delete the load balancer and strip it. Finalizer patches are JSON merge patches that carry
+does; a Service of a class this controller owns gets ``settings.class_finalizer`` instead (why:
+:mod:`reconciler.model.predicates`). Finalizer patches are JSON merge patches that carry
 ``metadata.resourceVersion``: the list is replaced whole, and the precondition makes the API
 server refuse (409) if anyone changed the object since we read it, so no one's finalizer is lost.
 
@@ -28,7 +28,8 @@ load balancer keeps as it was made with (:mod:`reconciler.model.frozen`), naming
 value in use, the value asked for and what to do. ``EnsuringLoadBalancer`` /
 ``EnsuredLoadBalancer`` frame a sync whose spec differs from the last one this process applied (or
 the first after start, as upstream); ``UpdatedLoadBalancer`` ("with new hosts") when only members
-changed; ``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
+changed (:func:`reconciler.controller.changes.classify_change` tells which);
+``UnAvailableLoadBalancer`` when no Node is eligible; ``DeletingLoadBalancer`` /
 ``DeletedLoadBalancer`` around cleanup; ``SyncLoadBalancerFailed`` for a failure, including invalid
 input, whose message names the field, the value and the fix.
 
@@ -40,42 +41,41 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.config import CloudConfig
-from reconciler.controller.backend import EnsureResult
+from reconciler.controller.changes import Change, classify_change
 from reconciler.controller.ingress import desired_ingress, status_patch
-from reconciler.model import (
-    FINALIZER,
-    LoadBalancerSpec,
-    ValidationError,
-    build_spec,
+from reconciler.engine.results import EnsureResult
+from reconciler.model import LoadBalancerSpec, ValidationError, build_spec
+from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
+from reconciler.model.network import keep_floating_ip_now
+from reconciler.model.predicates import (
+    CLASS_FINALIZER,
+    Ownership,
+    being_deleted,
+    finalizer_for,
+    finalizers,
+    held_finalizers,
+    needs_cleanup,
     needs_update,
+    part,
     wants_load_balancer,
 )
-from reconciler.model import nodes as node_rules
-from reconciler.model.network import keep_floating_ip_now
-from reconciler.model.predicates import part
 from reconciler.model.traffic import warning_reason
 
 __all__ = [
-    "ADDRESS_ANNOTATION",
-    "CLASS_FINALIZER",
     "CREATE_ONLY_REASON",
-    "ID_ANNOTATION",
     "Action",
     "AfterEnsure",
-    "Change",
     "CleanupPlan",
     "ControllerSettings",
     "EnsurePlan",
     "Event",
     "add_finalizer_patch",
-    "classify_change",
     "decide",
     "failure_event",
-    "node_fingerprint",
     "plan_after_ensure",
     "plan_cleanup",
     "plan_ensure",
@@ -84,9 +84,6 @@ __all__ = [
     "should_enqueue_on_update",
 ]
 
-CLASS_FINALIZER = "lb-reconciler.openstack.org/load-balancer-cleanup"
-ID_ANNOTATION = "loadbalancer.openstack.org/load-balancer-id"
-ADDRESS_ANNOTATION = "loadbalancer.openstack.org/load-balancer-address"
 NORMAL, WARNING = "Normal", "Warning"
 # A create-only field (reconciler.model.frozen) was edited; the load balancer keeps its value.
 CREATE_ONLY_REASON = "CreateOnlyFieldChanged"
@@ -103,9 +100,10 @@ class ControllerSettings:
     serve_default: bool = True
     class_finalizer: str = CLASS_FINALIZER
 
-    def our_finalizers(self) -> tuple[str, ...]:
-        out = (FINALIZER,) if self.serve_default else ()
-        return out + ((self.class_finalizer,) if self.owned_classes else ())
+    @property
+    def ownership(self) -> Ownership:
+        """What the predicates of :mod:`reconciler.model.predicates` need of these settings."""
+        return Ownership(self.owned_classes, self.serve_default, self.class_finalizer)
 
 
 @dataclass(frozen=True)
@@ -121,21 +119,8 @@ class Action(enum.Enum):
     CLEANUP = "cleanup"
 
 
-class Change(enum.Enum):
-    """The spec compared with the last one this process applied for the same Service."""
-
-    NONE = "none"
-    HOSTS = "hosts"  # only pool members differ
-    FULL = "full"  # anything else, or nothing known
-
-
 def _meta(service: Mapping[str, Any]) -> Mapping[str, Any]:
     return part(service, "metadata")
-
-
-def _finalizers(service: Mapping[str, Any]) -> list[str]:
-    value = _meta(service).get("finalizers")
-    return [str(f) for f in value] if isinstance(value, list) else []
 
 
 def service_key(obj: Mapping[str, Any]) -> str:
@@ -143,40 +128,16 @@ def service_key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
-def _wants(service: Mapping[str, Any], settings: ControllerSettings) -> bool:
-    return wants_load_balancer(
-        service, owned_classes=settings.owned_classes, serve_default=settings.serve_default
-    )
-
-
-def _finalizer_for(service: Mapping[str, Any], settings: ControllerSettings) -> str:
-    cls = part(service, "spec").get("loadBalancerClass")
-    return FINALIZER if cls is None else settings.class_finalizer
-
-
-def _held(service: Mapping[str, Any], settings: ControllerSettings) -> list[str]:
-    """Our finalizers on ``service``. The standard one is ours only on a classless Service: on a
-    Service of another class it belongs to that class's controller (the class cannot change
-    while the type is LoadBalancer, so we never put it there)."""
-    cls = part(service, "spec").get("loadBalancerClass")
-    ours = set()
-    if settings.serve_default and cls is None:
-        ours.add(FINALIZER)
-    if settings.owned_classes and (cls is None or cls in settings.owned_classes):
-        ours.add(settings.class_finalizer)
-    return [f for f in _finalizers(service) if f in ours]
-
-
 def decide(service: Mapping[str, Any], settings: ControllerSettings) -> Action:
-    """KEP-980: clean up when we hold a finalizer and the Service is being deleted or no longer
-    wants our load balancer; ensure when it wants one; otherwise leave it alone. A Service being
-    deleted that never got our finalizer is left alone: finalizers cannot be added any more."""
-    held = _held(service, settings)
-    deleting = bool(_meta(service).get("deletionTimestamp"))
-    wants = _wants(service, settings)
-    if held and (deleting or not wants):
+    """Upstream's ``!wantsLoadBalancer || needsCleanup`` split in three: clean up when
+    :func:`~reconciler.model.predicates.needs_cleanup`; ensure when the Service wants our load
+    balancer and is not being deleted; otherwise leave it alone. Upstream would ensure a Service
+    being deleted that never got our finalizer; here it is left alone: a finalizer cannot be
+    added any more, so nothing made for it could be held until it is deleted."""
+    ours = settings.ownership
+    if needs_cleanup(service, ours):
         return Action.CLEANUP
-    if wants and not deleting:
+    if wants_load_balancer(service, ours) and not being_deleted(service):
         return Action.ENSURE
     return Action.IGNORE
 
@@ -194,61 +155,12 @@ def should_enqueue_on_update(
     action = decide(new, settings)
     if action is Action.CLEANUP:
         return True
-    if action is Action.ENSURE and _finalizer_for(new, settings) not in _finalizers(new):
+    if action is Action.ENSURE and finalizer_for(new, settings.ownership) not in finalizers(new):
         return True
-    return needs_update(
-        old, new, owned_classes=settings.owned_classes, serve_default=settings.serve_default
-    )
-
-
-# -- nodes ------------------------------------------------------------------------------------
-
-
-def node_fingerprint(nodes: Sequence[Mapping[str, Any]]) -> frozenset[tuple[Any, ...]]:
-    """What of the Nodes can change a load balancer (KEP-3458): the eligible Nodes, their labels
-    (``node-selector`` reads them) and their addresses. Readiness is left out on purpose: a Ready
-    flap must not rewrite every pool."""
-    out = set()
-    for node in nodes:
-        if not node_rules.is_eligible(node):
-            continue
-        labels = tuple(sorted(part(part(node, "metadata"), "labels").items()))
-        raw = part(node, "status").get("addresses")
-        addresses = tuple(
-            sorted(
-                (str(a.get("type")), str(a.get("address")))
-                for a in (raw if isinstance(raw, list) else [])
-                if isinstance(a, Mapping) and a.get("type") in ("InternalIP", "ExternalIP")
-            )
-        )
-        out.add((node_rules.node_name(node), labels, addresses))
-    return frozenset(out)
+    return needs_update(old, new, settings.ownership)
 
 
 # -- ensure -----------------------------------------------------------------------------------
-
-
-def _without_members(spec: LoadBalancerSpec) -> LoadBalancerSpec:
-    """``spec`` without what Node changes touch: members, and the autodetect address (the first
-    Node's; the engine keeps the VIP subnet it detected once, see ``spec_for_stack``)."""
-    listeners = tuple(replace(lst, pool=replace(lst.pool, members=())) for lst in spec.listeners)
-    return replace(spec, listeners=listeners, vip_autodetect_address=None)
-
-
-def classify_change(
-    previous: LoadBalancerSpec | None, new: LoadBalancerSpec, *, previous_lb_id: str | None
-) -> Change:
-    """``previous_lb_id``: the id the engine returned last time. Our own ``load-balancer-id``
-    annotation coming back in the next spec is not a change the user made."""
-    if previous is None or previous.service.uid != new.service.uid:
-        return Change.FULL
-    if previous.existing_lb_id is None:
-        new = new.owning(previous_lb_id)
-    if new == previous:
-        return Change.NONE
-    if _without_members(new) == _without_members(previous):
-        return Change.HOSTS
-    return Change.FULL
 
 
 def _invalid_message(errors: Sequence[ValidationError]) -> str:
@@ -280,8 +192,8 @@ def add_finalizer_patch(
     service: Mapping[str, Any], settings: ControllerSettings
 ) -> dict[str, Any] | None:
     """The merge patch (with resourceVersion) that adds our finalizer; None if it is there."""
-    finalizer = _finalizer_for(service, settings)
-    current = _finalizers(service)
+    finalizer = finalizer_for(service, settings.ownership)
+    current = finalizers(service)
     if finalizer in current:
         return None
     rv = str(_meta(service).get("resourceVersion") or "")
@@ -346,7 +258,7 @@ def plan_after_ensure(
         events = (Event(NORMAL, "UpdatedLoadBalancer", "Updated load balancer with new hosts"),)
     events += tuple(Event(WARNING, CREATE_ONLY_REASON, _clip(f.message())) for f in result.frozen)
     annotations = part(_meta(service), "annotations")
-    wanted = {ID_ANNOTATION: result.lb_id, ADDRESS_ANNOTATION: result.address}
+    wanted = {LOAD_BALANCER_ID: result.lb_id, LOAD_BALANCER_ADDRESS: result.address}
     differ = {k: v for k, v in wanted.items() if annotations.get(k) != v}
     annotation_patch = {"metadata": {"annotations": differ}} if differ else None
     status = status_patch(service, desired_ingress(spec.status, result.address))
@@ -369,8 +281,8 @@ class CleanupPlan:
 
 
 def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> CleanupPlan:
-    held = set(_held(service, settings))
-    current = _finalizers(service)
+    held = set(held_finalizers(service, settings.ownership))
+    current = finalizers(service)
     patch: dict[str, Any] | None = None
     if held:
         meta: dict[str, Any] = {
@@ -378,7 +290,7 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
             "finalizers": [f for f in current if f not in held],
         }
         annotations = part(_meta(service), "annotations")
-        ours = {k: None for k in (ID_ANNOTATION, ADDRESS_ANNOTATION) if k in annotations}
+        ours = {k: None for k in (LOAD_BALANCER_ID, LOAD_BALANCER_ADDRESS) if k in annotations}
         if ours:
             meta["annotations"] = ours
         patch = {"metadata": meta}
@@ -400,8 +312,8 @@ def failure_event(*, action: Action, error: str, retry_in: float | None) -> Even
     the next attempt is, so a user knows whether to wait or to act.
 
     ``<err>`` is the first line of ``error``: an engine error puts the cloud's own message there
-    (:func:`reconciler.engine.errors.describe`) and pulumi's error lines after it, for the log.
-    It is clipped so that the retry time always shows; the message stays the same from one
+    (:func:`reconciler.engine.failure_text.describe`) and pulumi's error lines after it, for the
+    log. It is clipped so that the retry time always shows; the message stays the same from one
     attempt to the next while the cloud says the same, so Events aggregate (a count)."""
     verb = "delete" if action is Action.CLEANUP else "ensure"
     head = f"Error syncing load balancer: failed to {verb} load balancer: "

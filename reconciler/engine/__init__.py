@@ -4,6 +4,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 
 * :mod:`.stack`: :class:`~.stack.Engine` (the stacks of this cluster) and
   :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``delete`` of one Service);
+  :mod:`.results`: the :class:`~.results.EnsureResult` that ``ensure`` returns (no Pulumi: the
+  controller and its test doubles use it too);
 * :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
@@ -18,10 +20,13 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   stacks (``lb-reconciler adopt`` and the first sync's takeover);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
-* :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`;
+* :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
+  naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed
+  run's output says (the cloud's answers, the error lines, the message a user reads; pure);
+  :mod:`.redact`: credentials out of every message;
 * :mod:`.openstack`: the small OpenStack client for what no stack state records.
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks`,
 :mod:`reconciler.local.toolchain` (to find ``pulumi``). Never the controller or the CLI. Nothing
-is re-exported here, so importing :mod:`.errors` does not load Pulumi.
+is re-exported here, so importing :mod:`.errors` or :mod:`.results` does not load Pulumi.
 """

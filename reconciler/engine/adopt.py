@@ -47,7 +47,8 @@ from reconciler.engine.adopt_cloud import find_occm_objects
 from reconciler.engine.adopt_plan import AdoptionPlan, foreign_problem, judge_preview, plan_adoption
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import EngineError, InvalidConfigError
-from reconciler.engine.handle import EnsureResult, quiet
+from reconciler.engine.handle import quiet
+from reconciler.engine.results import EnsureResult
 from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
 
 if TYPE_CHECKING:

@@ -16,9 +16,10 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine.errors import EngineError, engine_error, redact
+from reconciler.engine.errors import EngineError, engine_error
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import PROJECT, secret_values
+from reconciler.engine.redact import redact
 from reconciler.local.toolchain import Toolchain
 
 __all__ = ["EngineContext", "EngineSettings"]
@@ -80,7 +81,7 @@ class EngineContext:
     def error(
         self, exc: BaseException, *, stack: str, doing: str, subject: str = ""
     ) -> EngineError:
-        # the stack's own names are public: a secret inside one is left there (errors.redact)
+        # the stack's own names are public: a secret inside one is left there (redact.redact)
         keep = (stack, f"{PROJECT}-{stack}") if stack else ()
         text = redact(str(exc), self._secrets, keep=keep)
         error = engine_error(text, doing=doing, subject=subject or f"stack {stack}", stack=stack)

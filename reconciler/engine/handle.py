@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
@@ -36,23 +35,13 @@ from reconciler.engine.recovery import (
 )
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
 from reconciler.engine.tags import StackTags, stack_exists
-from reconciler.model.frozen import FrozenChange
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, adoptable_names, main
 
-__all__ = ["EnsureResult", "StackHandle", "applied_spec_from", "quiet"]
+__all__ = ["StackHandle", "applied_spec_from", "quiet"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class EnsureResult:
-    changed: bool  # False: skipped, the spec was already applied
-    spec_hash: str
-    outputs: dict[str, Any]
-    resource_changes: dict[str, int]
-    frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
 
 
 class StackHandle:

@@ -55,7 +55,7 @@ from reconciler.engine import run as engine_run
 from reconciler.engine.adopt import take_over
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
-from reconciler.engine.handle import EnsureResult, StackHandle, applied_spec_from, quiet
+from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.plan import (
     HASH_TAG,
@@ -75,6 +75,7 @@ from reconciler.engine.preview import PreviewOutcome, ResourceStep, step_from_ev
 from reconciler.engine.recovery import (
     recover_pending,
 )
+from reconciler.engine.results import EnsureResult
 from reconciler.engine.stack_meta import list_stacks, plain_outputs
 from reconciler.engine.tags import StackTags, file_tags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -90,7 +91,6 @@ __all__ = [
     "DeleteResult",
     "Engine",
     "EngineSettings",
-    "EnsureResult",
     "PreviewOutcome",
     "ServiceStack",
     "StackInfo",
@@ -159,7 +159,9 @@ class ServiceStack(StackHandle):
         if imports:
             self.imports = {**self.imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):
-            return EnsureResult(False, digest, self.outputs_of(stack), {}, frozen)
+            return EnsureResult(
+                changed=False, spec_hash=digest, outputs=self.outputs_of(stack), frozen=frozen
+            )
         current = tags.apply(current, drop=[HASH_TAG])
         self.unprotect(unprotect_before_up(spec, tags=current))
         self.configure_stack(stack, spec)
@@ -178,7 +180,13 @@ class ServiceStack(StackHandle):
             self.imports = {}
             stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
-        return EnsureResult(True, digest, outputs, changes, frozen)
+        return EnsureResult(
+            changed=True,
+            spec_hash=digest,
+            outputs=outputs,
+            resource_changes=changes,
+            frozen=frozen,
+        )
 
     def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:
         """The Service's name and load-balancer-tags on its load balancer, its own or shared
@@ -223,7 +231,7 @@ class ServiceStack(StackHandle):
         outputs = outputs_from_tags(tags)
         if outputs is None or not should_skip(tags=tags, spec_hash=digest):
             return None
-        return EnsureResult(False, digest, outputs, {}, wanted.frozen)
+        return EnsureResult(changed=False, spec_hash=digest, outputs=outputs, frozen=wanted.frozen)
 
     def preview(
         self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None

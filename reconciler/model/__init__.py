@@ -11,7 +11,8 @@ frozen dataclasses come out. Modules, each holding one kind of decision:
 * :mod:`.nodes`: which Nodes back a load balancer, at which address (KEP-3458);
 * :mod:`.build`: ``build_spec``, composing the above;
 * :mod:`.spec`: the spec dataclasses, JSON round trip and content hash;
-* :mod:`.predicates`: which Services are ours and which changes matter;
+* :mod:`.predicates`: which Services are ours, which need cleanup, which changes matter (the
+  upstream service controller's rules, with our finalizers; the controller runs these);
 * :mod:`.frozen`: create-only fields, kept as made;
 * :mod:`.errors`: validation errors and notices, as data.
 
@@ -21,7 +22,9 @@ May import :mod:`reconciler.config` only.
 from reconciler.model.build import BuildResult, build_spec
 from reconciler.model.errors import Notice, ValidationError
 from reconciler.model.predicates import (
+    CLASS_FINALIZER,
     FINALIZER,
+    Ownership,
     has_finalizer,
     needs_cleanup,
     needs_update,
@@ -42,6 +45,7 @@ from reconciler.model.spec import (
 )
 
 __all__ = [
+    "CLASS_FINALIZER",
     "FINALIZER",
     "SPEC_VERSION",
     "BuildResult",
@@ -51,6 +55,7 @@ __all__ = [
     "MemberSpec",
     "MonitorSpec",
     "Notice",
+    "Ownership",
     "PoolSpec",
     "SecurityGroupRuleSpec",
     "SecurityGroupSpec",

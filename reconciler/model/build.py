@@ -292,7 +292,5 @@ def build_spec(
         security_group=sg,
         status=traffic.status_for(reader, lb, options),
         max_shared_lb=lb.max_shared_lb,
-        serial_api_calls=lb.provider_requires_serial_api_calls,
-        cascade_delete=lb.cascade_delete,
     )
     return BuildResult(spec, (), tuple(notices))

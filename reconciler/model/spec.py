@@ -8,10 +8,16 @@ Kubernetes. Two things are left to the program because they need the cloud: ``No
 floating IP when there is none). A security-group rule whose ``remote_ip_prefix`` is ``None``
 opens to the member subnet's CIDR.
 
-``to_dict()`` gives plain JSON types with a ``version``; ``from_dict()`` reverses it exactly.
+``to_dict()`` gives plain JSON types with a ``version``; ``from_dict()`` reverses it exactly, and
+ignores keys the spec does not have, so a spec stored before a field was removed still reads
+(``serial_api_calls`` and ``cascade_delete`` were removed: cloud.conf refuses every value but
+the one they always had, and nothing read them).
 ``spec_hash()`` is the sha256 of the canonical JSON (sorted keys, no spaces, ASCII), so equal
 specs hash equally in any process, on any machine, under any ``PYTHONHASHSEED``. The engine stores
-the hash with the stack and skips ``up`` when it has not changed.
+the hash with the stack and skips ``up`` when it has not changed. A field added later is left out
+of the JSON while empty (``_OMIT_EMPTY``), so existing specs keep their hash; a field removed
+changes the hash of every spec: one ``up`` per stack after the upgrade (docs/engine.md,
+"Upgrades").
 """
 
 from __future__ import annotations
@@ -166,8 +172,6 @@ class LoadBalancerSpec:
     security_group: SecurityGroupSpec | None
     status: StatusSpec
     max_shared_lb: int
-    serial_api_calls: bool
-    cascade_delete: bool
     # the load-balancer-tags annotation: added to the load balancer's tags (which it may share
     # with other Services), never removed from them, as OCCM does
     extra_tags: tuple[str, ...] = field(default=(), metadata=_OMIT_EMPTY)

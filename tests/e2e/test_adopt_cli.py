@@ -31,11 +31,12 @@ from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
-from reconciler.controller.sync_plan import ID_ANNOTATION, ControllerSettings
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.stack import Engine, EngineSettings
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, build_spec, naming
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests import occm
 from tests.e2e.test_controller import ensure_nodes, wait_for
 from tests.emulated import EmulatorAdmin, cloud_conf_text
@@ -111,7 +112,7 @@ def test_adopt_command_then_the_controller(
             nodes=members,
         )
         path = f"/api/v1/namespaces/{ns}/services/{name}"
-        kube.patch(path, {"metadata": {"annotations": {ID_ANNOTATION: made[name].lb_id}}})
+        kube.patch(path, {"metadata": {"annotations": {LOAD_BALANCER_ID: made[name].lb_id}}})
         ingress = [{"ip": made[name].fip_address, "ipMode": "VIP"}]
         kube.patch(path + "/status", {"status": {"loadBalancer": {"ingress": ingress}}})
 
@@ -225,7 +226,7 @@ def test_adopt_command_then_the_controller(
         assert occm.snapshot(cloud.inventory()) == adopted
         for name, m in made.items():
             svc = kube.get(f"/api/v1/namespaces/{ns}/services/{name}")
-            assert svc["metadata"]["annotations"][ID_ANNOTATION] == m.lb_id
+            assert svc["metadata"]["annotations"][LOAD_BALANCER_ID] == m.lb_id
             assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == m.fip_address
 
         # -- deleting the Services deletes what was adopted ---------------------------------

@@ -23,17 +23,19 @@ from typing import Any, TypeVar
 import pytest
 
 from reconciler.config import default_config
-from reconciler.controller.backend import EnsureResult, Failure
+from reconciler.controller.backend import Failure
 from reconciler.controller.events import COMPONENT
 from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
-from reconciler.controller.sync_plan import ADDRESS_ANNOTATION, ID_ANNOTATION, ControllerSettings
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
+from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
@@ -90,12 +92,12 @@ class RecordingEngine:
             changed = spec.spec_hash() not in self.applied
             self.applied.add(spec.spec_hash())
         n = abs(hash(ref.uid)) % 200 + 10
-        return EnsureResult(
-            lb_id=str(uuid.uuid5(uuid.NAMESPACE_URL, ref.uid)),
-            vip_address=f"10.0.0.{n}",
-            floating_ip=f"172.24.4.{n}",
-            changed=changed,
-        )
+        outputs = {
+            "lb_id": str(uuid.uuid5(uuid.NAMESPACE_URL, ref.uid)),
+            "vip_address": f"10.0.0.{n}",
+            "floating_ip": f"172.24.4.{n}",
+        }
+        return EnsureResult(changed=changed, spec_hash=spec.spec_hash(), outputs=outputs)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         call = Call(
@@ -275,8 +277,8 @@ def test_ensure_adds_finalizer_first_then_status_annotations_events(running: Run
     n = abs(hash(uid)) % 200 + 10
     assert ingress == [{"ip": f"172.24.4.{n}", "ipMode": "VIP"}]
     annotations = svc["metadata"]["annotations"]
-    assert annotations[ID_ANNOTATION] == str(uuid.uuid5(uuid.NAMESPACE_URL, uid))
-    assert annotations[ADDRESS_ANNOTATION] == f"172.24.4.{n}"
+    assert annotations[LOAD_BALANCER_ID] == str(uuid.uuid5(uuid.NAMESPACE_URL, uid))
+    assert annotations[LOAD_BALANCER_ADDRESS] == f"172.24.4.{n}"
     assert svc["metadata"]["finalizers"] == [FINALIZER]
     wait_for(lambda: running.event("web", "EnsuredLoadBalancer"), what="EnsuredLoadBalancer")
     # Event timestamps have one-second resolution: check presence, not order
@@ -449,8 +451,8 @@ def test_type_change_away_from_load_balancer_cleans_up(running: Running) -> None
     wait_for(cleaned, what="finalizer and status removed")
     assert running.engine.ops(key)[-1] == "delete"
     annotations = running.get("web")["metadata"].get("annotations") or {}
-    assert ID_ANNOTATION not in annotations
-    assert ADDRESS_ANNOTATION not in annotations
+    assert LOAD_BALANCER_ID not in annotations
+    assert LOAD_BALANCER_ADDRESS not in annotations
     wait_for(lambda: running.event("web", "DeletedLoadBalancer"), what="DeletedLoadBalancer")
 
 

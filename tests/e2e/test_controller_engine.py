@@ -21,11 +21,12 @@ from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
-from reconciler.controller.sync_plan import ID_ANNOTATION, ControllerSettings
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.stack import Engine, EngineSettings
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests.e2e.test_controller import Running, ensure_nodes, wait_for
 from tests.emulated import EmulatorAdmin, cloud_conf_text
 
@@ -103,7 +104,7 @@ def test_real_engine_create_and_delete(
         lbs = EmulatorAdmin(emu).lbs()
         assert len(lbs) == 1
         svc = r.get("web")
-        assert svc["metadata"]["annotations"][ID_ANNOTATION] == lbs[0]["id"]
+        assert svc["metadata"]["annotations"][LOAD_BALANCER_ID] == lbs[0]["id"]
         assert ingress[0]["ip"]
         assert svc["metadata"]["finalizers"] == [FINALIZER]
 

@@ -16,9 +16,10 @@ import pytest
 from emulator.cloud import CloudConfig as EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT
-from reconciler.controller.sync_plan import CREATE_ONLY_REASON, ID_ANNOTATION
+from reconciler.controller.sync_plan import CREATE_ONLY_REASON
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
 from tests.emulated import EmulatorAdmin
 
@@ -72,7 +73,7 @@ def test_create_only_edits_keep_the_load_balancer_and_ip(
             assert "delete and re-create the Service" in warning["message"]
             assert [x["id"] for x in cloud.lbs()] == [lb["id"]]
             assert r.ingress("frozen")[0]["ip"] == ip
-            assert r.get("frozen")["metadata"]["annotations"][ID_ANNOTATION] == lb["id"]
+            assert r.get("frozen")["metadata"]["annotations"][LOAD_BALANCER_ID] == lb["id"]
             # put it back, so the next edit is reported on its own
             r.kube.patch(
                 r.svc_path("frozen"), {"metadata": {"annotations": {A + annotation: None}}}

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.engine.errors import (
-    CloudFault,
     CloudUnavailableError,
     ConflictError,
     EngineError,
@@ -20,12 +19,11 @@ from reconciler.engine.errors import (
     InvalidConfigError,
     QuotaError,
     UpTimeoutError,
-    classify,
-    cloud_faults,
     engine_error,
-    headline,
-    redact,
+    error_class,
 )
+from reconciler.engine.failure_text import CloudFault, cloud_faults, headline
+from reconciler.engine.redact import redact
 from reconciler.engine.stack import Engine
 
 TEXTS = Path(__file__).parent / "pulumi_failures"
@@ -84,7 +82,7 @@ def destroy_404() -> str:
     ],
 )
 def test_classify_real_runs(name: str, expected: type[EngineError]) -> None:
-    assert classify(text(name)) is expected
+    assert error_class(text(name)) is expected
 
 
 def test_a_cloud_400_is_never_retried_soon_whatever_the_outputs_say() -> None:
@@ -93,27 +91,27 @@ def test_a_cloud_400_is_never_retried_soon_whatever_the_outputs_say() -> None:
     was read as "busy, retry soon"."""
     replaced = text("replace_invalid_zone_400")
     assert "timeout_client_data" in replaced
-    assert classify(replaced) is InvalidConfigError
+    assert error_class(replaced) is InvalidConfigError
 
 
 def test_names_in_the_run_do_not_classify_it() -> None:
     """A Service called ``quota-500-eof`` appears in every progress line and output of its
     stack; only what the cloud and the tools said went wrong counts."""
     renamed = text("create_invalid_zone_400").replace("accept.frozen", "accept.quota-500-eof")
-    assert classify(renamed) is InvalidConfigError
+    assert error_class(renamed) is InvalidConfigError
     locked = text("up_locked").replace("demo.accept.l1", "demo.accept.quota-timeout")
-    assert classify(locked) is ConflictError
+    assert error_class(locked) is ConflictError
 
 
 def test_busy_is_only_what_says_busy() -> None:
-    assert classify(pending_409()) is ConflictError
+    assert error_class(pending_409()) is ConflictError
     # a 409 and a 400 in one run: not retried soon, the 400 will not clear by itself
     both = pending_409() + "\n" + text("create_invalid_zone_400")
-    assert classify(both) is InvalidConfigError
+    assert error_class(both) is InvalidConfigError
 
 
 def test_a_404_during_destroy_is_a_refusal_not_busy() -> None:
-    assert classify(destroy_404()) is InvalidConfigError
+    assert error_class(destroy_404()) is InvalidConfigError
 
 
 @pytest.mark.parametrize(
@@ -145,7 +143,7 @@ def test_a_404_during_destroy_is_a_refusal_not_busy() -> None:
     ],
 )
 def test_classify_other_shapes(said: str, expected: type[EngineError]) -> None:
-    assert classify(said) is expected
+    assert error_class(said) is expected
 
 
 # -- the message ------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ from reconciler.engine.errors import (
     InternalError,
     InvalidConfigError,
     QuotaError,
-    classify,
-    redact,
+    error_class,
 )
 from reconciler.engine.plan import (
     HASH_TAG,
@@ -31,6 +30,7 @@ from reconciler.engine.plan import (
     stack_name,
     stack_tags,
 )
+from reconciler.engine.redact import redact
 from tests.unit.model_helpers import UUID1, UUID2, spec_of
 
 SAFE = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
@@ -136,14 +136,14 @@ def test_provider_config_marks_secrets() -> None:
     assert sorted(secret_values(auth)) == ["appsecret", "s3cret"]
 
 
-def test_classify() -> None:
-    assert classify("lb-reconciler invalid spec: max-shared-lb") is InvalidConfigError
-    assert classify("Expected HTTP response code [] ... 409 Invalid state PENDING_UPDATE") is (
+def test_error_class() -> None:
+    assert error_class("lb-reconciler invalid spec: max-shared-lb") is InvalidConfigError
+    assert error_class("Expected HTTP response code [] ... 409 Invalid state PENDING_UPDATE") is (
         ConflictError
     )
-    assert classify("error: [Conflict] Quota has been met for resources") is QuotaError
-    assert classify("Bad request with: 400 Invalid input for field") is InvalidConfigError
-    assert classify("panic: nil pointer") is InternalError
+    assert error_class("error: [Conflict] Quota has been met for resources") is QuotaError
+    assert error_class("Bad request with: 400 Invalid input for field") is InvalidConfigError
+    assert error_class("panic: nil pointer") is InternalError
 
 
 def test_redact() -> None:

@@ -1,9 +1,11 @@
 """A plan Pulumi refused because the load balancer or floating IP is protected reads as what it
-is (reconciler/engine/errors.py), classified as not retryable soon."""
+is (reconciler/engine/failure_text.py), classified as not retryable soon
+(reconciler/engine/errors.py)."""
 
 from __future__ import annotations
 
-from reconciler.engine.errors import InvalidConfigError, classify, headline, protected_refusal
+from reconciler.engine.errors import InvalidConfigError, error_class
+from reconciler.engine.failure_text import headline, protected_refusal
 
 URN = "urn:pulumi:itest.default.braces::lb-reconciler::openstack:loadbalancer/"
 # What the real engine printed in tests/integration/engine/test_engine_create_only.py
@@ -21,7 +23,7 @@ DELETE = f'error: resource "{FIP}" cannot be deleted\nbecause it is protected.'
 
 
 def test_a_refused_replacement_of_the_load_balancer_says_so() -> None:
-    assert classify(REPLACE) is InvalidConfigError
+    assert error_class(REPLACE) is InvalidConfigError
     line = headline(REPLACE)
     assert line.startswith("refused: the plan would replace the load balancer (lb) of a Service")
     assert "nothing was changed" in line
@@ -29,7 +31,7 @@ def test_a_refused_replacement_of_the_load_balancer_says_so() -> None:
 
 
 def test_a_refused_deletion_of_the_floating_ip_says_so() -> None:
-    assert classify(DELETE) is InvalidConfigError
+    assert error_class(DELETE) is InvalidConfigError
     assert "would delete the floating IP (fip)" in headline(DELETE)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,7 @@ from typing import Any
 import pytest
 
 from reconciler.config import default_config, with_overrides
-from reconciler.controller.backend import EnsureResult, Failure
-from reconciler.controller.backend import classify as failure_of
+from reconciler.controller.backend import Failure, failure_of
 from reconciler.controller.loop import Controller, Retry, Settle, settle
 from reconciler.controller.queue import Backoff, Schedule, WorkQueue
 from reconciler.controller.sync_plan import Action, failure_event
@@ -25,6 +25,7 @@ from reconciler.engine.errors import (
     CloudUnavailableError,
     ConflictError,
     EngineError,
+    FailureKind,
     InternalError,
     InterruptedOperationError,
     InvalidConfigError,
@@ -33,6 +34,7 @@ from reconciler.engine.errors import (
     engine_error,
 )
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
 from tests.unit.k8s_objects import EXAMPLE_SERVICE
 
@@ -109,7 +111,8 @@ class FailingEngine:
         self.calls.append("ensure")
         if self.ensure_error is not None:
             raise self.ensure_error
-        return EnsureResult(LB_ID, "10.0.0.5", "172.24.4.10", changed=True)
+        outputs = {"lb_id": LB_ID, "vip_address": "10.0.0.5", "floating_ip": "172.24.4.10"}
+        return EnsureResult(changed=True, spec_hash=spec.spec_hash(), outputs=outputs)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         self.calls.append("delete")
@@ -201,6 +204,17 @@ def test_failure_kinds_of_the_engine_errors() -> None:
         InternalError,
     ):
         assert failure_of(cls("x")) is Failure.BACKOFF, cls
+
+
+def test_every_failure_kind_an_engine_error_can_name_is_a_failure() -> None:
+    """The engine names its errors' kinds without importing the controller: each value is one
+    of Failure's, and every EngineError class, the engine's subclasses included, has one."""
+    assert set(typing.get_args(FailureKind)) <= {f.value for f in Failure}
+    pending: list[type[EngineError]] = [EngineError]
+    while pending:
+        cls = pending.pop()
+        pending += cls.__subclasses__()
+        assert cls.failure_kind in typing.get_args(FailureKind), cls
 
 
 # -- ensure -----------------------------------------------------------------------------------

@@ -16,9 +16,10 @@ from reconciler.controller.housekeeping_plan import (
     find_orphans,
     is_orphan,
 )
-from reconciler.controller.sync_plan import CLASS_FINALIZER, ControllerSettings
+from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER
+from reconciler.model.predicates import CLASS_FINALIZER
 
 OLD_UID = "11111111-1111-1111-1111-111111111111"
 NEW_UID = "22222222-2222-2222-2222-222222222222"

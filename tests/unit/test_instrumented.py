@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.controller.backend import EnsureResult
 from reconciler.controller.instrumented import InstrumentedEngine
 from reconciler.controller.metrics import Metrics
 from reconciler.engine.plan import StackInfo
+from reconciler.engine.results import EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from tests.unit.model_helpers import spec_of
 
@@ -22,7 +22,8 @@ class FakeEngine:
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
         if self.fail:
             raise RuntimeError("boom")
-        return EnsureResult("lb", "10.0.0.5", None, self.changed)
+        outputs = {"lb_id": "lb", "vip_address": "10.0.0.5"}
+        return EnsureResult(changed=self.changed, spec_hash=spec.spec_hash(), outputs=outputs)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
         if self.fail:

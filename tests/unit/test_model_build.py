@@ -55,7 +55,7 @@ def test_example_service_defaults() -> None:
     assert spec.status.ip_mode == "VIP"
     assert spec.status.hostname is None
     assert spec.security_group is None
-    assert (spec.max_shared_lb, spec.serial_api_calls, spec.cascade_delete) == (2, False, True)
+    assert spec.max_shared_lb == 2
 
 
 def test_unapplied_manifest_still_builds() -> None:

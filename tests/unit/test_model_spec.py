@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -119,3 +120,18 @@ def test_owning_clears_only_the_stacks_own_load_balancer() -> None:
     assert spec.owning("lb-own").spec_hash() == replace(spec, existing_lb_id=None).spec_hash()
     assert spec.owning("lb-other") is spec  # someone else's: a real request to share it
     assert spec.owning(None) is spec
+
+
+def test_a_spec_stored_before_fields_were_removed_still_reads() -> None:
+    """``serial_api_calls`` and ``cascade_delete`` were in every spec stored before their removal
+    (the stack's ``spec`` output and config), always ``false`` and ``true``: cloud.conf refuses
+    the other values. Such a spec reads as the same spec; its hash differs, which costs one
+    ``up`` per stack after the upgrade (docs/engine.md, "Upgrades")."""
+    from reconciler.engine.handle import applied_spec_from
+
+    spec = rich_spec()
+    stored = {**spec.to_dict(), "serial_api_calls": False, "cascade_delete": True}
+    text = json.dumps(stored, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert LoadBalancerSpec.from_dict(json.loads(text)) == spec
+    assert applied_spec_from({"spec": text}) == spec
+    assert hashlib.sha256(text.encode("ascii")).hexdigest() != spec.spec_hash()

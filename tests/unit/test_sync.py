@@ -9,28 +9,26 @@ from typing import Any
 import pytest
 
 from reconciler.config import default_config, with_overrides
-from reconciler.controller.backend import EnsureResult, Failure, classify
+from reconciler.controller.backend import Failure, failure_of
+from reconciler.controller.changes import Change, classify_change, node_fingerprint
 from reconciler.controller.ingress import desired_ingress, ingress_equal
 from reconciler.controller.sync_plan import (
-    ADDRESS_ANNOTATION,
-    CLASS_FINALIZER,
     CREATE_ONLY_REASON,
-    ID_ANNOTATION,
     Action,
-    Change,
     ControllerSettings,
-    classify_change,
     decide,
     failure_event,
-    node_fingerprint,
     plan_after_ensure,
     plan_cleanup,
     plan_ensure,
     should_enqueue_on_add,
     should_enqueue_on_update,
 )
+from reconciler.engine.results import EnsureResult
 from reconciler.model import FINALIZER, StatusSpec
+from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 from reconciler.model.frozen import FrozenChange
+from reconciler.model.predicates import CLASS_FINALIZER
 from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
 
 DEFAULT = ControllerSettings()
@@ -193,7 +191,7 @@ def test_classify_change() -> None:
     other = _spec(**{"loadbalancer.openstack.org/connection-limit": "10"})
     assert classify_change(base, other, previous_lb_id=LB_ID) is Change.FULL
     # our own load-balancer-id annotation coming back is not a change
-    ours = _spec(**{ID_ANNOTATION: LB_ID})
+    ours = _spec(**{LOAD_BALANCER_ID: LB_ID})
     assert classify_change(base, ours, previous_lb_id=LB_ID) is Change.NONE
     # a re-created Service (new uid) is a full change
     recreated = replace(base, service=replace(base.service, uid="other"))
@@ -214,7 +212,8 @@ def test_unchanged_spec_emits_no_events() -> None:
     assert plan.events == ()
 
 
-RESULT = EnsureResult(lb_id=LB_ID, vip_address="10.0.0.50", floating_ip="172.24.4.10", changed=True)
+OUTPUTS = {"lb_id": LB_ID, "vip_address": "10.0.0.50", "floating_ip": "172.24.4.10"}
+RESULT = EnsureResult(changed=True, spec_hash="h", outputs=OUTPUTS)
 
 
 @pytest.mark.parametrize(
@@ -249,13 +248,13 @@ def test_after_ensure_patches_status_and_annotations_when_they_differ() -> None:
         "status": {"loadBalancer": {"ingress": [{"ip": "172.24.4.10", "ipMode": "VIP"}]}}
     }
     assert after.annotation_patch == {
-        "metadata": {"annotations": {ID_ANNOTATION: LB_ID, ADDRESS_ANNOTATION: "172.24.4.10"}}
+        "metadata": {"annotations": {LOAD_BALANCER_ID: LB_ID, LOAD_BALANCER_ADDRESS: "172.24.4.10"}}
     }
 
 
 def test_after_ensure_no_patches_when_equal() -> None:
     s = svc(
-        annotations={ID_ANNOTATION: LB_ID, ADDRESS_ANNOTATION: "172.24.4.10"},
+        annotations={LOAD_BALANCER_ID: LB_ID, LOAD_BALANCER_ADDRESS: "172.24.4.10"},
         ingress=[{"ip": "172.24.4.10"}],  # ipMode defaulted by the server: still equal
     )
     after = plan_after_ensure(service=s, spec=_spec(), result=RESULT, change=Change.NONE)
@@ -264,7 +263,7 @@ def test_after_ensure_no_patches_when_equal() -> None:
 
 
 def test_after_ensure_vip_when_no_floating_ip() -> None:
-    result = replace(RESULT, floating_ip=None)
+    result = replace(RESULT, outputs={**OUTPUTS, "floating_ip": None})
     after = plan_after_ensure(service=svc(), spec=_spec(), result=result, change=Change.FULL)
     assert after.status_patch is not None
     assert after.status_patch["status"]["loadBalancer"]["ingress"][0]["ip"] == "10.0.0.50"
@@ -307,7 +306,7 @@ def test_plan_cleanup_removes_only_our_finalizer_and_annotations() -> None:
     s = svc(
         type_="ClusterIP",
         finalizers=["example.com/keep-me", FINALIZER],
-        annotations={ID_ANNOTATION: LB_ID, ADDRESS_ANNOTATION: "1.2.3.4", "user": "x"},
+        annotations={LOAD_BALANCER_ID: LB_ID, LOAD_BALANCER_ADDRESS: "1.2.3.4", "user": "x"},
         ingress=[{"ip": "1.2.3.4"}],
     )
     plan = plan_cleanup(s, DEFAULT)
@@ -317,7 +316,7 @@ def test_plan_cleanup_removes_only_our_finalizer_and_annotations() -> None:
         "metadata": {
             "resourceVersion": "42",
             "finalizers": ["example.com/keep-me"],
-            "annotations": {ID_ANNOTATION: None, ADDRESS_ANNOTATION: None},
+            "annotations": {LOAD_BALANCER_ID: None, LOAD_BALANCER_ADDRESS: None},
         }
     }
     assert plan.status_patch == {"status": {"loadBalancer": {"ingress": None}}}
@@ -370,7 +369,7 @@ def test_failure_event_names_the_action_and_the_retry() -> None:
     assert len(long.message) == 1024
 
 
-def test_classify_reads_failure_kind() -> None:
+def test_failure_of_reads_failure_kind() -> None:
     class BusyError(Exception):
         failure_kind = Failure.RETRY_SOON
 
@@ -380,10 +379,10 @@ def test_classify_reads_failure_kind() -> None:
     class OddError(Exception):
         failure_kind = "no-such-kind"
 
-    assert classify(BusyError()) is Failure.RETRY_SOON
-    assert classify(BadError()) is Failure.INVALID
-    assert classify(OddError()) is Failure.BACKOFF
-    assert classify(RuntimeError()) is Failure.BACKOFF
+    assert failure_of(BusyError()) is Failure.RETRY_SOON
+    assert failure_of(BadError()) is Failure.INVALID
+    assert failure_of(OddError()) is Failure.BACKOFF
+    assert failure_of(RuntimeError()) is Failure.BACKOFF
 
 
 def test_after_ensure_warns_for_each_create_only_field_asked_to_change() -> None:

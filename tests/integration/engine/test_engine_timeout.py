@@ -20,8 +20,7 @@ from typing import Any
 
 import requests
 
-from reconciler.controller.backend import Failure
-from reconciler.controller.backend import classify as failure_of
+from reconciler.controller.backend import Failure, failure_of
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.recovery import alive, children_running
 from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
