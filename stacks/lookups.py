@@ -37,9 +37,9 @@ import pulumi_openstack as openstack
 from reconciler.config.subnet_match import SubnetCandidate, SubnetPatternError, matching_subnets
 from reconciler.model.naming import services_tagged
 from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
+from stacks.vocabulary import INVALID_SPEC_MARKER
 
 __all__ = [
-    "INVALID_MARKER",
     "ExistingFloatingIp",
     "InvalidSpecError",
     "SharedLoadBalancer",
@@ -53,14 +53,12 @@ __all__ = [
     "vip_subnet_id",
 ]
 
-INVALID_MARKER = "lb-reconciler invalid spec:"
-
 
 class InvalidSpecError(Exception):
     """The spec cannot be realised in this cloud; the message names what and how to fix it."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(f"{INVALID_MARKER} {message}")
+        super().__init__(f"{INVALID_SPEC_MARKER} {message}")
 
 
 def _no_result(exc: Exception) -> bool:

@@ -2,8 +2,9 @@
 
 One function, :func:`main`, serves both ways of running it: the controller's Automation API stack
 (an inline program) and the plain CLI (``Pulumi.yaml`` has ``main: stacks/``). Both read the spec
-from the stack's configuration, key ``lb-reconciler:spec`` (the spec's canonical JSON), so what the
-CLI previews is exactly what the controller applies. OpenStack credentials are the default
+from the stack's configuration, key ``lb-reconciler:spec`` (the spec's canonical JSON; the keys
+and the logical names are spelt in :mod:`stacks.vocabulary`), so what the CLI previews is exactly
+what the controller applies. OpenStack credentials are the default
 provider's configuration (``openstack:authUrl``, secret ``openstack:password`` ...), set by the
 engine; nothing here knows about Kubernetes or does I/O other than through Pulumi.
 
@@ -59,37 +60,27 @@ from reconciler.model.spec import ListenerSpec, LoadBalancerSpec
 from stacks import lookups
 from stacks.lookups import InvalidSpecError
 from stacks.shared import shared_problems
+from stacks.vocabulary import (
+    CHILD_DELETE_TIMEOUT_KEY,
+    CONFIG_NAMESPACE,
+    DEFAULT_CHILD_DELETE_TIMEOUT,
+    FIP,
+    FIP_ASSOCIATION,
+    IMPORTS_KEY,
+    LB,
+    RELEASE_KEY,
+    SECURITY_GROUP,
+    SPEC_KEY,
+    listener_name,
+    logical_suffix,
+    members_name,
+    monitor_name,
+    pool_name,
+    sg_port_name,
+    sg_rule_name,
+)
 
-__all__ = [
-    "CHILD_DELETE_TIMEOUT_KEY",
-    "CONFIG_NAMESPACE",
-    "DEFAULT_CHILD_DELETE_TIMEOUT",
-    "IMPORTS_KEY",
-    "RELEASE_KEY",
-    "SPEC_KEY",
-    "adoptable_names",
-    "declare",
-    "logical_suffix",
-    "main",
-]
-
-CONFIG_NAMESPACE = "lb-reconciler"
-SPEC_KEY = "spec"
-# Set by the engine before destroying the stack of a load balancer that other Services still
-# use: the load balancer (and its floating IP) are then retained in the cloud, as OCCM does.
-RELEASE_KEY = "release-load-balancer"
-# Set by the engine after a crash: {logical name: cloud ID} of objects created by an interrupted
-# `up` that never reached the state; they are declared with `import_` so they are adopted.
-# `lb-reconciler adopt` sets it to OCCM's objects (members import by pool id, the floating-IP
-# association by floating IP id).
-IMPORTS_KEY = "imports"
-# How long the provider waits for a listener, pool, members or monitor to be gone after its
-# delete (a Go duration). The provider's own default is 10 minutes, and it keeps waiting while
-# the object is ACTIVE or ERROR: a delete the cloud lost (an operator reset a stuck load
-# balancer) held a Service's deletion for the full 10 minutes in the chaos run. Past this time
-# the operation fails and the engine recovers (engine_errored).
-CHILD_DELETE_TIMEOUT_KEY = "child-delete-timeout"
-DEFAULT_CHILD_DELETE_TIMEOUT = "2m"
+__all__ = ["adoptable_names", "declare", "main"]
 
 
 _IMPORTS: ContextVar[dict[str, str]] = ContextVar("lbr_imports", default={})  # noqa: B039
@@ -119,11 +110,6 @@ class _Target:
     floating_ip: str | None = None  # of a shared load balancer
 
 
-def logical_suffix(listener: ListenerSpec) -> str:
-    """``tcp-80``: the key of a port's chain of resources, stable when other ports change."""
-    return f"{listener.service_protocol.lower()}-{listener.protocol_port}"
-
-
 def adoptable_names(spec: LoadBalancerSpec) -> frozenset[str]:
     """The logical names under which :func:`declare` can adopt an object of ``spec`` (the
     names ``import_`` may be given for, see ``IMPORTS_KEY``). An object the engine found in the
@@ -133,18 +119,18 @@ def adoptable_names(spec: LoadBalancerSpec) -> frozenset[str]:
     ours: its description is not ours)."""
     names: set[str] = set()
     if not spec.existing_lb_id:
-        names.add("lb")
+        names.add(LB)
         if spec.floating_ip is not None and not spec.internal:
-            names |= {"fip", "fip-association"}
+            names |= {FIP, FIP_ASSOCIATION}
     for listener in spec.listeners:
         key = logical_suffix(listener)
-        names |= {f"listener-{key}", f"pool-{key}"}
+        names |= {listener_name(key), pool_name(key)}
         if listener.pool.members:
-            names.add(f"members-{key}")
+            names.add(members_name(key))
         if listener.pool.monitor is not None:
-            names.add(f"monitor-{key}")
+            names.add(monitor_name(key))
     if spec.security_group is not None:
-        names.add("sg")
+        names.add(SECURITY_GROUP)
     return frozenset(names)
 
 
@@ -167,7 +153,7 @@ def _vip_placement(spec: LoadBalancerSpec) -> _Vip:
 
 def _own_load_balancer(spec: LoadBalancerSpec, vip: _Vip, *, release: bool) -> _Target:
     lb = openstack.loadbalancer.LoadBalancer(
-        "lb",
+        LB,
         name=spec.name,
         description=spec.description,
         tags=list(spec.lb_tags()),
@@ -181,7 +167,7 @@ def _own_load_balancer(spec: LoadBalancerSpec, vip: _Vip, *, release: bool) -> _
         # the tags are set when it is made; then the engine adds to them (every Service on it
         # adds its name, as OCCM does), and an `up` of its owner must not take them away
         opts=_adopt(
-            "lb",
+            LB,
             pulumi.ResourceOptions(
                 retain_on_delete=release, protect=not release, ignore_changes=["tags"]
             ),
@@ -229,7 +215,7 @@ def _chain(
     first = child.merge(pulumi.ResourceOptions(depends_on=[after] if after is not None else []))
     pool_spec = listener.pool
     created = openstack.loadbalancer.Listener(
-        f"listener-{key}",
+        listener_name(key),
         name=listener.name,
         loadbalancer_id=lb.id,
         protocol=listener.protocol,
@@ -243,10 +229,10 @@ def _chain(
         insert_headers=dict(listener.insert_headers) or None,
         default_tls_container_ref=listener.default_tls_container_ref,
         tags=list(listener.tags),
-        opts=_adopt(f"listener-{key}", first),
+        opts=_adopt(listener_name(key), first),
     )
     pool = openstack.loadbalancer.Pool(
-        f"pool-{key}",
+        pool_name(key),
         name=pool_spec.name,
         listener_id=created.id,
         protocol=pool_spec.protocol,
@@ -257,12 +243,12 @@ def _chain(
             else None
         ),
         tags=list(pool_spec.tags) or None,
-        opts=_adopt(f"pool-{key}", child),
+        opts=_adopt(pool_name(key), child),
     )
     last: pulumi.Resource = pool
     if pool_spec.members:
         last = openstack.loadbalancer.Members(
-            f"members-{key}",
+            members_name(key),
             pool_id=pool.id,
             members=[
                 openstack.loadbalancer.MembersMemberArgs(
@@ -274,12 +260,12 @@ def _chain(
                 )
                 for m in pool_spec.members
             ],
-            opts=_adopt(f"members-{key}", child.merge(pulumi.ResourceOptions(depends_on=[pool]))),
+            opts=_adopt(members_name(key), child.merge(pulumi.ResourceOptions(depends_on=[pool]))),
         )
     mon = pool_spec.monitor
     if mon is not None:
         last = openstack.loadbalancer.Monitor(
-            f"monitor-{key}",
+            monitor_name(key),
             name=mon.name,
             pool_id=pool.id,
             type=mon.type,
@@ -290,7 +276,7 @@ def _chain(
             http_method=mon.http_method,
             url_path=mon.url_path,
             expected_codes=mon.expected_codes,
-            opts=_adopt(f"monitor-{key}", child.merge(pulumi.ResourceOptions(depends_on=[last]))),
+            opts=_adopt(monitor_name(key), child.merge(pulumi.ResourceOptions(depends_on=[last]))),
         )
     return last
 
@@ -321,13 +307,13 @@ def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> _Floa
         pool = openstack.networking.get_network(network_id=network_id).name
         subnet_id = lookups.floating_subnet_id(fip, network_id)
         created = openstack.networking.FloatingIp(
-            "fip",
+            FIP,
             pool=pool,
             address=fip.address,
             subnet_id=subnet_id,
             description=fip.description,
             opts=_adopt(
-                "fip",
+                FIP,
                 pulumi.ResourceOptions(
                     retain_on_delete=fip.keep or release,
                     delete_before_replace=True,
@@ -337,10 +323,10 @@ def _floating_ip(spec: LoadBalancerSpec, lb: _Target, *, release: bool) -> _Floa
         )
         address = created.address
     openstack.networking.FloatingIpAssociate(
-        "fip-association",
+        FIP_ASSOCIATION,
         floating_ip=address,
         port_id=lb.vip_port_id,
-        opts=_adopt("fip-association", pulumi.ResourceOptions(retain_on_delete=release)),
+        opts=_adopt(FIP_ASSOCIATION, pulumi.ResourceOptions(retain_on_delete=release)),
     )
     return _FloatingIp(address, network_id, subnet_id, created=not users_own)
 
@@ -350,11 +336,11 @@ def _security_group(spec: LoadBalancerSpec, vip_subnet: str | None) -> None:
     if sg_spec is None:
         return
     group = openstack.networking.SecGroup(
-        "sg",
+        SECURITY_GROUP,
         name=sg_spec.name,
         description=sg_spec.description,
         tags=list(spec.tags),
-        opts=_adopt("sg"),
+        opts=_adopt(SECURITY_GROUP),
     )
     member_subnet = spec.member_subnet_id or vip_subnet
     cidr: str | None = None
@@ -369,8 +355,13 @@ def _security_group(spec: LoadBalancerSpec, vip_subnet: str | None) -> None:
             cidr = cidr or lookups.subnet_cidr(member_subnet)
             prefix = cidr
         openstack.networking.SecGroupRule(
-            f"sg-rule-{rule.protocol}-{rule.port_range_min}-{rule.port_range_max}-"
-            f"{rule.ethertype.lower()}-{prefix}",
+            sg_rule_name(
+                protocol=rule.protocol,
+                port_range_min=rule.port_range_min,
+                port_range_max=rule.port_range_max,
+                ethertype=rule.ethertype,
+                remote_ip_prefix=prefix,
+            ),
             direction="ingress",
             ethertype=rule.ethertype,
             protocol=rule.protocol,
@@ -385,7 +376,7 @@ def _security_group(spec: LoadBalancerSpec, vip_subnet: str | None) -> None:
         if port is None:
             continue  # a Node without a Neutron port here: nothing to attach the group to
         openstack.networking.PortSecGroupAssociate(
-            f"sg-port-{address}",
+            sg_port_name(address),
             port_id=port,
             security_group_ids=[group.id],
             enforce=False,

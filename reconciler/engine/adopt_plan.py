@@ -11,7 +11,7 @@ Two decisions live here, over plain dicts shaped like the Octavia and Neutron AP
 reading is :mod:`reconciler.engine.adopt_cloud`, the stack work :mod:`reconciler.engine.adopt`):
 
 * :func:`plan_adoption`: which cloud object becomes which logical resource of the program
-  (:mod:`stacks.program`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
+  (:mod:`stacks.vocabulary`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
   ``monitor-...``, ``fip``, ``fip-association``, ``sg``, ``sg-rule-...``). Listeners are matched
   by port and protocol family, not by OCCM's index in the name, so a reordered port list still
   matches (the name is then an update). What the Service asks for and OCCM never made is
@@ -53,8 +53,20 @@ from reconciler.model.naming import (
     made_by_cluster,
 )
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec, SecurityGroupRuleSpec
-from stacks.program import logical_suffix
 from stacks.shared import port_family
+from stacks.vocabulary import (
+    FIP,
+    FIP_ASSOCIATION,
+    LB,
+    SECURITY_GROUP,
+    SG_RULE_PREFIX,
+    listener_name,
+    logical_suffix,
+    members_name,
+    monitor_name,
+    pool_name,
+    sg_rule_name,
+)
 
 __all__ = [
     "AdoptionPlan",
@@ -248,15 +260,15 @@ def _chain(
         return
     chain = mine[0]
     chains.remove(chain)
-    b.take(f"listener-{key}", chain.listener, _describe("listener", chain.listener, port))
+    b.take(listener_name(key), chain.listener, _describe("listener", chain.listener, port))
     pool = chain.pool
     if pool is None:
         b.notes.append(f"port {port}: the listener has no pool; its pool is created")
         return
-    b.take(f"pool-{key}", pool, _describe("pool", pool))
+    b.take(pool_name(key), pool, _describe("pool", pool))
     if listener.pool.members:
         what = f"{len(chain.members)} members of {pool.get('name') or pool.get('id')}"
-        b.take(f"members-{key}", pool, what)
+        b.take(members_name(key), pool, what)
     elif chain.members:
         b.notes.append(
             f"port {port}: the pool's {len(chain.members)} members are left as they are (the "
@@ -267,7 +279,7 @@ def _chain(
         if monitor is None:
             b.notes.append(f"port {port}: the pool has no health monitor; one is created")
         else:
-            b.take(f"monitor-{key}", monitor, _describe("health monitor", monitor))
+            b.take(monitor_name(key), monitor, _describe("health monitor", monitor))
     elif monitor is not None:
         b.notes.append(
             f"port {port}: health monitor {monitor.get('name') or monitor.get('id')} is left "
@@ -299,16 +311,16 @@ def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> No
         fip = match[0]
         what = f"floating IP {wanted.address}"
         if fip.get("description") == wanted.description:
-            b.take("fip", fip, what)
-        b.take("fip-association", fip, f"association of {what} with the VIP port")
+            b.take(FIP, fip, what)
+        b.take(FIP_ASSOCIATION, fip, f"association of {what} with the VIP port")
         return
     ours = [f for f in fips if f.get("description") == wanted.description]
     if len(ours) > 1:
         b.problems.append(f"the VIP port has {len(ours)} floating IPs of this Service: {addresses}")
     elif ours:
         what = f"floating IP {ours[0].get('floating_ip_address')}"
-        b.take("fip", ours[0], what)
-        b.take("fip-association", ours[0], f"association of {what} with the VIP port")
+        b.take(FIP, ours[0], what)
+        b.take(FIP_ASSOCIATION, ours[0], f"association of {what} with the VIP port")
     elif fips:
         b.problems.append(
             f"floating IP {addresses} on the VIP port was not made for this Service (its "
@@ -320,10 +332,12 @@ def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> No
 
 def _rule_name(rule: Obj) -> str:
     """The program's logical name of a security-group rule (stacks.program._security_group)."""
-    return (
-        f"sg-rule-{rule.get('protocol')}-{rule.get('port_range_min')}-"
-        f"{rule.get('port_range_max')}-{str(rule.get('ethertype')).lower()}-"
-        f"{rule.get('remote_ip_prefix')}"
+    return sg_rule_name(
+        protocol=rule.get("protocol"),
+        port_range_min=rule.get("port_range_min"),
+        port_range_max=rule.get("port_range_max"),
+        ethertype=str(rule.get("ethertype")),
+        remote_ip_prefix=rule.get("remote_ip_prefix"),
     )
 
 
@@ -354,19 +368,25 @@ def _security_group(b: _Builder, spec: LoadBalancerSpec, groups: Sequence[Obj]) 
         b.notes.append(f"no security group {sg.name}; it is created with its rules")
         return
     group = groups[0]
-    b.take("sg", group, f"security group {sg.name}")
+    b.take(SECURITY_GROUP, group, f"security group {sg.name}")
     found = [r for r in group.get("security_group_rules") or () if r.get("direction") == "ingress"]
     for wanted in sg.rules:
         match = [r for r in found if _rule_matches(r, wanted)]
         if match:
             found.remove(match[0])
-            b.take(_rule_name(match[0]), match[0], f"rule {_rule_name(match[0])[8:]}")
+            b.take(
+                _rule_name(match[0]),
+                match[0],
+                f"rule {_rule_name(match[0])[len(SG_RULE_PREFIX) :]}",
+            )
         else:
             b.notes.append(
                 f"security group rule {wanted.protocol} {wanted.port_range_min}: created"
             )
     for rule in found:
-        b.notes.append(f"security group rule {_rule_name(rule)[8:]} is left as it is")
+        b.notes.append(
+            f"security group rule {_rule_name(rule)[len(SG_RULE_PREFIX) :]} is left as it is"
+        )
 
 
 def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
@@ -388,7 +408,7 @@ def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
             "are adopted"
         )
     else:
-        b.take("lb", lb, f"load balancer {lb.get('name')}")
+        b.take(LB, lb, f"load balancer {lb.get('name')}")
         if spec.existing_lb_id == lb_id:
             spec = replace(spec, existing_lb_id=None)
         placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id

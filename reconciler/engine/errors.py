@@ -44,6 +44,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlsplit
 
+from stacks.vocabulary import FIP, INVALID_SPEC_MARKER, LB, logical_name
+
 __all__ = [
     "CloudFault",
     "CloudUnavailableError",
@@ -106,8 +108,6 @@ class InvalidConfigError(EngineError):
 class InternalError(EngineError):
     reason = "Internal"
 
-
-INVALID_SPEC_MARKER = "lb-reconciler invalid spec:"
 
 # -- what the cloud said ----------------------------------------------------------------------
 
@@ -254,7 +254,7 @@ _PROTECTED = re.compile(
     r'unable to (?P<op>replace|delete) resource "(?P<urn>[^"]+)"|'
     r'resource "(?P<urn2>[^"]+)" cannot be (?P<op2>deleted)'
 )
-_PROTECTED_WHAT = {"lb": "load balancer", "fip": "floating IP"}
+_PROTECTED_WHAT = {LB: "load balancer", FIP: "floating IP"}
 _REFUSED = re.compile(
     r"Your query returned (no|more than one)\b|\bBad request\b|\bInvalid input\b", re.IGNORECASE
 )
@@ -319,7 +319,7 @@ def protected_refusal(text: str) -> str:
     if found is None:
         return ""
     urn = found.group("urn") or found.group("urn2") or ""
-    name = urn.rsplit("::", 1)[-1]
+    name = logical_name(urn)
     op = found.group("op") or found.group("op2") or "replace"
     what = _PROTECTED_WHAT.get(name, f"resource {name}")
     return (

@@ -21,7 +21,6 @@ from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.lost import lost_children
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import (
-    PROJECT,
     carried_imports,
     lost_lookups,
     resource_urn,
@@ -38,7 +37,8 @@ from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outp
 from reconciler.engine.tags import StackTags, stack_exists
 from reconciler.model.frozen import FrozenChange
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, adoptable_names, main
+from stacks.program import adoptable_names, main
+from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT
 
 __all__ = ["EnsureResult", "StackHandle", "applied_spec_from", "quiet"]
 

@@ -26,13 +26,18 @@ from collections.abc import Mapping
 
 from reconciler.engine.plan import PendingCreate
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.program import logical_suffix
+from stacks.vocabulary import (
+    LB,
+    LISTENER_TYPE,
+    MONITOR_TYPE,
+    POOL_TYPE,
+    listener_name,
+    logical_suffix,
+    monitor_name,
+    pool_name,
+)
 
-__all__ = ["LISTENER_TYPE", "MONITOR_TYPE", "POOL_TYPE", "lost_children", "resolve"]
-
-LISTENER_TYPE = "openstack:loadbalancer/listener:Listener"
-POOL_TYPE = "openstack:loadbalancer/pool:Pool"
-MONITOR_TYPE = "openstack:loadbalancer/monitor:Monitor"
+__all__ = ["lost_children", "resolve"]
 
 
 def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
@@ -44,11 +49,11 @@ def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
         key = logical_suffix(listener)
         out.append(
             PendingCreate(
-                f"listener-{key}",
+                listener_name(key),
                 LISTENER_TYPE,
                 {
                     "name": listener.name,
-                    "loadbalancerId": "@lb",
+                    "loadbalancerId": f"@{LB}",
                     "protocol": listener.protocol,
                     "protocolPort": str(listener.protocol_port),
                 },
@@ -56,11 +61,11 @@ def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
             )
         )
         pool = listener.pool
-        find_pool = {"name": pool.name, "listenerId": f"@listener-{key}"}
-        out.append(PendingCreate(f"pool-{key}", POOL_TYPE, find_pool, False))
+        find_pool = {"name": pool.name, "listenerId": f"@{listener_name(key)}"}
+        out.append(PendingCreate(pool_name(key), POOL_TYPE, find_pool, False))
         if pool.monitor is not None:
-            find_monitor = {"name": pool.monitor.name, "poolId": f"@pool-{key}"}
-            out.append(PendingCreate(f"monitor-{key}", MONITOR_TYPE, find_monitor, False))
+            find_monitor = {"name": pool.monitor.name, "poolId": f"@{pool_name(key)}"}
+            out.append(PendingCreate(monitor_name(key), MONITOR_TYPE, find_monitor, False))
     return out
 
 

@@ -51,6 +51,19 @@ from reconciler.model.frozen import (
 )
 from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
+from stacks.vocabulary import (
+    FIP,
+    FIP_ASSOCIATION_TYPE,
+    FIP_TYPE,
+    LB,
+    LB_TYPE,
+    MEMBERS_TYPE,
+    PORT_SG_TYPE,
+    PROJECT,
+    PROTECTED,
+    logical_name,
+    urn_of,
+)
 
 __all__ = [
     "CLUSTER_ID_TAG",
@@ -74,7 +87,6 @@ __all__ = [
     "create_only_record",
     "create_only_tags",
     "lost_lookups",
-    "object_kind",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
@@ -94,7 +106,6 @@ __all__ = [
     "unprotect_before_up",
 ]
 
-PROJECT = "lb-reconciler"
 TAG_PREFIX = "lbr:"
 CLUSTER_TAG = TAG_PREFIX + "cluster"
 NAMESPACE_TAG = TAG_PREFIX + "namespace"
@@ -287,7 +298,7 @@ def unprotect_before_up(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> l
     made = create_only_record(tags)
     if made is None or made.fip is None:
         return []
-    return [] if wants_floating_ip(spec) else ["fip"]
+    return [] if wants_floating_ip(spec) else [FIP]
 
 
 @dataclass(frozen=True)
@@ -477,14 +488,10 @@ class PendingCreate:
     @property
     def name(self) -> str:
         """The logical name (``lb``, ``listener-tcp-80``), what the program imports it as."""
-        return self.urn.rsplit("::", 1)[-1]
+        return logical_name(self.urn)
 
 
-_IDEMPOTENT = (
-    "openstack:loadbalancer/members:Members",
-    "openstack:networking/floatingIpAssociate:FloatingIpAssociate",
-    "openstack:networking/portSecGroupAssociate:PortSecGroupAssociate",
-)
+_IDEMPOTENT = (MEMBERS_TYPE, FIP_ASSOCIATION_TYPE, PORT_SG_TYPE)
 
 
 def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
@@ -515,38 +522,11 @@ def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
     return out
 
 
-# logical name (stacks/program.py), or its prefix when it ends in "-", -> the cloud collection
-# its ID is in (batch members are imported by their pool's ID, the association by the floating
-# IP's)
-_KINDS = (
-    ("lb", "loadbalancers"),
-    ("fip", "floatingips"),
-    ("fip-association", "floatingips"),
-    ("sg", "security-groups"),
-    ("listener-", "listeners"),
-    ("pool-", "pools"),
-    ("members-", "pools"),
-    ("monitor-", "healthmonitors"),
-)
-
-
-def object_kind(name: str) -> str | None:
-    """The cloud collection of the object a logical name imports (``listener-tcp-80``:
-    ``listeners``); None for names never imported (security group rules, port associations)."""
-    for key, kind in _KINDS:
-        if name == key or (key.endswith("-") and name.startswith(key)):
-            return kind
-    return None
-
-
-LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"
-FIP_TYPE = "openstack:networking/floatingIp:FloatingIp"
-PROTECTED = {"lb": LB_TYPE, "fip": FIP_TYPE}  # logical name -> type, declared `protect`
-
-
 def resource_urn(*, stack_name: str, logical_name: str) -> str:
     """The URN of a protected top-level resource of the program (``lb``, ``fip``)."""
-    return f"urn:pulumi:{stack_name}::{PROJECT}::{PROTECTED[logical_name]}::{logical_name}"
+    return urn_of(
+        stack=stack_name, project=PROJECT, type_token=PROTECTED[logical_name], name=logical_name
+    )
 
 
 def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
@@ -557,10 +537,10 @@ def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
     description (only one on no port is taken, :meth:`OpenStackRest.find_ids`)."""
     if spec.existing_lb_id:
         return []
-    out = [PendingCreate("lb", LB_TYPE, {"name": spec.name}, False)]
+    out = [PendingCreate(LB, LB_TYPE, {"name": spec.name}, False)]
     fip = spec.floating_ip
     if fip is not None and not spec.internal and fip.description:
-        out.append(PendingCreate("fip", FIP_TYPE, {"description": fip.description}, False))
+        out.append(PendingCreate(FIP, FIP_TYPE, {"description": fip.description}, False))
     return out
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from pulumi.automation import events
 
+from stacks.vocabulary import logical_name
+
 __all__ = [
     "REPLACING_OPS",
     "PreviewOutcome",
@@ -94,10 +96,6 @@ def _lookup(inputs: Mapping[str, Any] | None, path: str) -> Any:
     return _plain(value)
 
 
-def _logical_name(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]
-
-
 def step_from_event(meta: events.StepEventMetadata) -> ResourceStep:
     """One engine step as data (no secret value is copied)."""
     old_inputs = meta.old.inputs if meta.old is not None else None
@@ -123,7 +121,7 @@ def step_from_event(meta: events.StepEventMetadata) -> ResourceStep:
             changes.append(PropertyChange(path, kind, old(path), _lookup(new_inputs, path)))
     old_id = meta.old.id if meta.old is not None else None
     return ResourceStep(
-        name=_logical_name(meta.urn),
+        name=logical_name(meta.urn),
         type=meta.type,
         op=meta.op.value,
         changes=tuple(changes),

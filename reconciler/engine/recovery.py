@@ -45,7 +45,8 @@ from pulumi import automation as auto
 from reconciler.engine.errors import InterruptedOperationError, UpTimeoutError
 from reconciler.engine.lost import resolve
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import PROJECT, PendingCreate, object_kind, pending_creates
+from reconciler.engine.plan import PendingCreate, pending_creates
+from stacks.vocabulary import PROJECT, logical_name, object_kind
 
 __all__ = [
     "Recovered",
@@ -121,7 +122,7 @@ def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
 
 
 def _logical_name(resource: Mapping[str, Any]) -> str:
-    return str(resource.get("urn", "")).rsplit("::", 1)[-1]
+    return logical_name(str(resource.get("urn", "")))
 
 
 class Recovered(NamedTuple):

@@ -78,7 +78,7 @@ from reconciler.engine.recovery import (
 from reconciler.engine.stack_meta import list_stacks, plain_outputs
 from reconciler.engine.tags import StackTags, file_tags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
-from stacks.program import (
+from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,

@@ -38,7 +38,6 @@ from pulumi import automation as auto
 
 from reconciler.engine.plan import (
     CLUSTER_TAG,
-    PROJECT,
     StackInfo,
     StackListing,
     parse_stack_ls,
@@ -48,10 +47,11 @@ from reconciler.engine.plan import (
 from reconciler.engine.recovery import alive, lock_dir
 from reconciler.engine.tags import file_tags
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.program import (
+from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,
+    PROJECT,
     RELEASE_KEY,
     SPEC_KEY,
 )

@@ -19,6 +19,7 @@ SOURCES = ("reconciler", "stacks")
 # lowest first; a module may import its own package and those before it
 LAYERS = [
     "reconciler.cli.terminal",  # imports nothing of the project; the demo prints with it too
+    "stacks.vocabulary",  # imports nothing of the project; the program's words, for every layer
     "reconciler.config",
     "reconciler.model",
     "stacks",
@@ -138,6 +139,11 @@ def test_packages_import_only_lower_layers() -> None:
             if theirs > mine:
                 wrong.append(f"{module} imports {target}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("module", ["reconciler.cli.terminal", "stacks.vocabulary"])
+def test_the_lowest_modules_import_nothing_of_the_project(module: str) -> None:
+    assert _graph()[module] == set()
 
 
 def test_every_module_is_in_a_layer() -> None:
