@@ -9,7 +9,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
 * :mod:`.plan`: stack names, tags, provider config, skips, crash leftovers (pure);
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
-* :mod:`.preview`: a preview's engine events as data;
+* :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
+  engine events turned into them;
 * :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
 * :mod:`.lost`: children a failed create left in the cloud (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer

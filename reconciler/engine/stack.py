@@ -71,7 +71,8 @@ from reconciler.engine.plan import (
     stale_create_only_tags,
     unprotect_before_up,
 )
-from reconciler.engine.preview import PreviewOutcome, ResourceStep, step_from_event
+from reconciler.engine.preview import PreviewOutcome, ResourceStep
+from reconciler.engine.preview_events import step_from_event
 from reconciler.engine.recovery import (
     recover_pending,
 )
