@@ -7,12 +7,14 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
-* :mod:`.plan`: stack names, tags, provider config, skips, crash leftovers (pure);
+* :mod:`.plan`: stack names and tags, the outputs kept in them, skips, the listing (pure);
+* :mod:`.stack_spec`: the spec as the stack applies it, create-only fields kept as made (pure);
+* :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf (pure);
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
   engine events turned into them;
 * :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
-* :mod:`.lost`: children a failed create left in the cloud (pure);
+* :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
   child by child when ``pulumi destroy`` cannot;
 * :mod:`.adopt`, :mod:`.adopt_plan` (pure), :mod:`.adopt_cloud`: taking OCCM's objects into

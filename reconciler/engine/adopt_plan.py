@@ -33,9 +33,10 @@ them. :func:`not_this_clusters` says why one is not; ``lb-reconciler sweep`` use
 The Service's own load balancer id in ``loadbalancer.openstack.org/load-balancer-id`` (OCCM
 writes it, as the controller does) is not a request to share: the plan's spec drops it, and the
 stack's ``lbr:owns-lb`` tag makes the controller's later specs agree
-(:func:`reconciler.engine.plan.spec_for_stack`). An annotation naming a load balancer that is not
-named for the Service means the Service shares it: then only its listener chains (the listeners
-tagged with the Service's name) are adopted, never the load balancer or its floating IP.
+(:func:`reconciler.engine.stack_spec.spec_for_stack`). An annotation naming a load balancer that
+is not named for the Service means the Service shares it: then only its listener chains (the
+listeners tagged with the Service's name) are adopted, never the load balancer or its floating
+IP.
 """
 
 from __future__ import annotations
@@ -413,7 +414,7 @@ def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
             spec = replace(spec, existing_lb_id=None)
         placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
         if spec.vip_autodetect_address and not placed and lb.get("vip_subnet_id"):
-            # the subnet OCCM detected when it made the load balancer (engine_plan keeps it)
+            # the subnet OCCM detected when it made the load balancer (stack_spec keeps it)
             spec = replace(
                 spec, vip_subnet_id=str(lb["vip_subnet_id"]), vip_autodetect_address=None
             )

@@ -18,7 +18,7 @@ from pulumi import automation as auto
 from reconciler.config import AuthConfig, Secret
 from reconciler.engine.errors import EngineError, engine_error, redact
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import secret_values
+from reconciler.engine.provider_config import secret_values
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 

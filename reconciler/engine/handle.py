@@ -2,7 +2,8 @@
 
 :class:`StackHandle` is the public surface that :mod:`.stack` (``ensure``, ``preview``,
 ``refresh``), :mod:`.delete` and :mod:`.adopt` share: nothing outside this module reaches into
-another's privates. It makes no decisions (those are :mod:`.plan`'s); it runs what they say.
+another's privates. It makes no decisions (those are :mod:`.plan`'s, :mod:`.stack_spec`'s and
+:mod:`.lost`'s); it runs what they say.
 """
 
 from __future__ import annotations
@@ -18,15 +19,9 @@ from pulumi import automation as auto
 from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import InterruptedOperationError
-from reconciler.engine.lost import lost_children
+from reconciler.engine.lost import carried_imports, lost_children, lost_lookups
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import (
-    carried_imports,
-    lost_lookups,
-    resource_urn,
-    stack_name,
-    stack_tags,
-)
+from reconciler.engine.plan import resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import (
     clear_stale_locks,
     recover_pending,

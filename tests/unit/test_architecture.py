@@ -211,6 +211,8 @@ PURE = [
     "stacks.vocabulary",
     "stacks.shared",
     "reconciler.engine.plan",
+    "reconciler.engine.stack_spec",
+    "reconciler.engine.provider_config",
     "reconciler.engine.lost",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",

@@ -14,22 +14,19 @@ from reconciler.engine.errors import (
     classify,
     redact,
 )
+from reconciler.engine.lost import carried_imports, lost_lookups, pending_creates
 from reconciler.engine.plan import (
     HASH_TAG,
     OWNS_TAG,
     VIP_SUBNET_TAG,
-    carried_imports,
-    lost_lookups,
     output_tags,
     outputs_from_tags,
-    pending_creates,
-    provider_config,
-    secret_values,
     should_skip,
-    spec_for_stack,
     stack_name,
     stack_tags,
 )
+from reconciler.engine.provider_config import provider_config, secret_values
+from reconciler.engine.stack_spec import spec_for_stack
 from tests.unit.model_helpers import UUID1, UUID2, spec_of
 
 SAFE = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from reconciler.engine.plan import provider_config
+from reconciler.engine.provider_config import provider_config
 from reconciler.model import LoadBalancerSpec
 from stacks import lookups
 from stacks.vocabulary import INVALID_SPEC_MARKER
