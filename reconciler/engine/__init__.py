@@ -17,14 +17,17 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
   child by child when ``pulumi destroy`` cannot;
-* :mod:`.adopt`, :mod:`.adopt_plan` (pure), :mod:`.adopt_cloud`: taking OCCM's objects into
-  stacks (``lb-reconciler adopt`` and the first sync's takeover);
+* :mod:`.adopt`, :mod:`.adopt_cloud`: taking OCCM's objects into stacks (``lb-reconciler
+  adopt`` and the first sync's takeover), with the pure decisions :mod:`.ownership` (which load
+  balancer, and whether this cluster made it), :mod:`.adopt_plan` (which object becomes which
+  resource) and :mod:`.adopt_preview` (whether the import's preview may be applied);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`;
 * :mod:`.openstack`: the small OpenStack client for what no stack state records.
 
-May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks`,
-:mod:`reconciler.local.toolchain` (to find ``pulumi``). Never the controller or the CLI. Nothing
-is re-exported here, so importing :mod:`.errors` does not load Pulumi.
+May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks` (the names the
+program declares are :mod:`stacks.vocabulary`'s), :mod:`reconciler.local.toolchain` (to find
+``pulumi``). Never the controller or the CLI. Nothing is re-exported here, so importing
+:mod:`.errors` does not load Pulumi, nor does any pure module (``tests/unit/test_architecture.py``).
 """

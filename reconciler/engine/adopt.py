@@ -44,10 +44,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import AdoptionPlan, foreign_problem, judge_preview, plan_adoption
+from reconciler.engine.adopt_plan import AdoptionPlan, plan_adoption
+from reconciler.engine.adopt_preview import judge_preview
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.handle import EnsureResult, quiet
+from reconciler.engine.ownership import foreign_problem
 from stacks.vocabulary import (
     CONFIG_NAMESPACE,
     FIP_ASSOCIATION_TYPE,

@@ -216,6 +216,8 @@ PURE = [
     "reconciler.engine.lost",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",
+    "reconciler.engine.ownership",
+    "reconciler.engine.adopt_preview",
     "reconciler.cli.preview_plan",
     "reconciler.cli.preview_report",
     "reconciler.cli.sweep_plan",
