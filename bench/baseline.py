@@ -34,10 +34,10 @@ import openstack
 from openstack import exceptions as os_exc
 
 from reconciler.model import naming
+from stacks.vocabulary import FIP_DESCRIPTION_MARKER
 
 ACTIVE, ERROR = "ACTIVE", "ERROR"
 ACTIVE_STEPS, DELETE_STEPS = 23, 24  # waitLoadbalancerActiveSteps / waitLoadbalancerDeleteSteps
-OCCM_FIP_MARK = "Floating IP for Kubernetes external service"
 
 
 class BaselineError(RuntimeError):
@@ -170,7 +170,7 @@ class Occm:
             raise BaselineError(f"load balancer {lb.id} is {lb.provisioning_status} (immutable)")
         if lb.vip_port_id:
             for fip in self.conn.network.ips(port_id=lb.vip_port_id):
-                if OCCM_FIP_MARK in (fip.description or ""):
+                if FIP_DESCRIPTION_MARKER in (fip.description or ""):
                     self.conn.network.delete_ip(fip.id)
                 break  # GetFloatingIPByPortID: the first one
         with contextlib.suppress(os_exc.NotFoundException):

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler.engine.plan import PROJECT, stack_name
+from reconciler.engine.plan import stack_name
 from reconciler.model import naming
+from stacks.vocabulary import PROJECT, logical_name
 
 __all__ = ["collect", "log_lines", "objects_of", "stack_lines"]
 
@@ -33,12 +34,12 @@ def stack_lines(checkpoint: Mapping[str, Any]) -> list[str]:
     deployment = checkpoint.get("checkpoint", {}).get("latest") or {}
     out = []
     for resource in deployment.get("resources") or []:
-        name = str(resource.get("urn", "")).rsplit("::", 1)[-1]
+        name = logical_name(str(resource.get("urn", "")))
         if resource.get("custom"):
             out.append(f"state {name} {resource.get('id')}")
     for op in deployment.get("pending_operations") or []:
         urn = str((op.get("resource") or {}).get("urn", ""))
-        out.append(f"pending {op.get('type')} {urn.rsplit('::', 1)[-1]}")
+        out.append(f"pending {op.get('type')} {logical_name(urn)}")
     return out
 
 

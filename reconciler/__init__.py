@@ -3,6 +3,8 @@
 Subject packages, lowest layer first; a package imports only from the ones above it in this
 list (``tests/unit/test_architecture.py`` checks it, and that no module import loop exists):
 
+* :mod:`stacks.vocabulary` (beside this package): the logical names, type tokens, config keys
+  and URNs the program, the engine and the CLI spell alike. Imports nothing of the project.
 * :mod:`reconciler.config`: OCCM's ``cloud.conf`` and the controller's settings. Pure.
 * :mod:`reconciler.model`: Service + Nodes + config -> ``LoadBalancerSpec``, predicates. Pure.
 * :mod:`stacks` (beside this package): the Pulumi program, ``LoadBalancerSpec`` -> resources.

@@ -37,12 +37,12 @@ import pulumi_openstack as openstack
 from reconciler.config.subnet_match import SubnetCandidate, SubnetPatternError, matching_subnets
 from reconciler.model.naming import services_tagged
 from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
+from stacks.shared import SharedLoadBalancer
+from stacks.vocabulary import INVALID_SPEC_MARKER
 
 __all__ = [
-    "INVALID_MARKER",
     "ExistingFloatingIp",
     "InvalidSpecError",
-    "SharedLoadBalancer",
     "check_vip_family",
     "existing_floating_ip",
     "external_network_id",
@@ -53,14 +53,12 @@ __all__ = [
     "vip_subnet_id",
 ]
 
-INVALID_MARKER = "lb-reconciler invalid spec:"
-
 
 class InvalidSpecError(Exception):
     """The spec cannot be realised in this cloud; the message names what and how to fix it."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(f"{INVALID_MARKER} {message}")
+        super().__init__(f"{INVALID_SPEC_MARKER} {message}")
 
 
 def _no_result(exc: Exception) -> bool:
@@ -268,18 +266,6 @@ def existing_floating_ip(address: str) -> ExistingFloatingIp | None:
             return None
         raise
     return ExistingFloatingIp(str(found.id), address, str(found.description or ""))
-
-
-@dataclass(frozen=True)
-class SharedLoadBalancer:
-    id: str
-    vip_address: str
-    vip_port_id: str
-    other_services: tuple[str, ...]  # LB names of the other Services with listeners on it
-    floating_ip: str | None
-    # (protocol, port, who) of the listeners of others: who is their tags, else the name
-    ports_in_use: tuple[tuple[str, int, str], ...] = ()
-    name: str = ""
 
 
 def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalancer:

@@ -1,16 +1,32 @@
 """Whether a Service may join a shared load balancer (``load-balancer-id``): pure, over what
-:func:`stacks.lookups.shared_load_balancer` read.
+:func:`stacks.lookups.shared_load_balancer` read (a :class:`SharedLoadBalancer`).
 
 Said up front, as a Warning naming the reason, instead of letting Octavia answer 409 for ever.
+No Pulumi here, so the engine's adoption plan asks :func:`port_family` too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reconciler.model.naming import SERVICE_PREFIX
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.lookups import SharedLoadBalancer
 
-__all__ = ["port_family", "shared_problems"]
+__all__ = ["SharedLoadBalancer", "port_family", "shared_problems"]
+
+
+@dataclass(frozen=True)
+class SharedLoadBalancer:
+    """The existing load balancer of a shared Service, as the cloud shows it."""
+
+    id: str
+    vip_address: str
+    vip_port_id: str
+    other_services: tuple[str, ...]  # LB names of the other Services with listeners on it
+    floating_ip: str | None
+    # (protocol, port, who) of the listeners of others: who is their tags, else the name
+    ports_in_use: tuple[tuple[str, int, str], ...] = ()
+    name: str = ""
 
 
 def port_family(protocol: str) -> str:

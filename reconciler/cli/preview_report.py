@@ -36,6 +36,15 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_INVALID, EXIT_OK
 from reconciler.cli.preview_plan import Skipped
 from reconciler.cli.terminal import Style
 from reconciler.engine.preview import REPLACING_OPS, PropertyChange, ResourceStep
+from stacks.vocabulary import (
+    CHAIN_PREFIXES,
+    FIP,
+    FIP_ASSOCIATION,
+    LB,
+    SECURITY_GROUP,
+    SG_PORT_PREFIX,
+    SG_RULE_PREFIX,
+)
 
 __all__ = [
     "PreviewReport",
@@ -101,13 +110,13 @@ class PreviewReport:
 
 # --- rows ------------------------------------------------------------------------------------
 
-_CHAIN = re.compile(r"^(listener|pool|members|monitor)-([a-z]+)-(\d+)$")
-_CHAIN_RANK = {"listener": 0, "pool": 1, "members": 2, "monitor": 3}
-_TAIL_RANK = {"fip": 0, "fip-association": 1, "sg": 2}
+_CHAIN_RANK = {prefix: rank for rank, prefix in enumerate(CHAIN_PREFIXES)}
+_CHAIN = re.compile("^(" + "|".join(map(re.escape, CHAIN_PREFIXES)) + r")([a-z]+)-(\d+)$")
+_TAIL_RANK = {FIP: 0, FIP_ASSOCIATION: 1, SECURITY_GROUP: 2}
 
 
 def _order(name: str) -> tuple[int, int, str, int, str]:
-    if name == "lb":
+    if name == LB:
         return (0, 0, "", 0, name)
     chain = _CHAIN.match(name)
     if chain:
@@ -115,7 +124,7 @@ def _order(name: str) -> tuple[int, int, str, int, str]:
         return (1, int(port), proto, _CHAIN_RANK[kind], name)
     if name in _TAIL_RANK:
         return (2, _TAIL_RANK[name], "", 0, name)
-    prefix = 3 if name.startswith("sg-rule-") else 4 if name.startswith("sg-port-") else 5
+    prefix = 3 if name.startswith(SG_RULE_PREFIX) else 4 if name.startswith(SG_PORT_PREFIX) else 5
     return (prefix, 0, "", 0, name)
 
 
@@ -161,16 +170,16 @@ def external_ip_changes(rows: Sequence[ResourceRow], *, current: str | None) -> 
     by_name = {r.name: r for r in rows}
     now = f" {current}" if current else ""
     out = []
-    fip, lb = by_name.get("fip"), by_name.get("lb")
+    fip, lb = by_name.get(FIP), by_name.get(LB)
     if fip is not None and fip.op in ("replace", "delete"):
-        new = _new_value(fip, "address") or _new_value(by_name.get("fip-association"), "floatingIp")
+        new = _new_value(fip, "address") or _new_value(by_name.get(FIP_ASSOCIATION), "floatingIp")
         then = f"; the new address is {new}" if new else ""
         done = "replaced" if fip.op == "replace" else "deleted"
         out.append(f"the floating IP{now} is {done}{then}")
     if lb is not None and lb.op in ("replace", "delete"):
         done = "replaced" if lb.op == "replace" else "deleted"
         keys = f" ({', '.join(lb.replace_keys)} changes)" if lb.replace_keys else ""
-        association = by_name.get("fip-association")
+        association = by_name.get(FIP_ASSOCIATION)
         if association is None:  # no floating IP: the VIP is the Service's address
             out.append(f"the load balancer is {done}{keys}: its VIP address{now} changes")
         elif fip is None or fip.op not in ("replace", "delete"):

@@ -10,7 +10,7 @@ for this cluster (namespace and name are DNS labels, so the rest of the name mus
 ``_``-free parts; a longer cluster name sharing the prefix does not match), referenced by no stack
 (neither as its own nor as the shared one it uses). They are left alone, and said why, when:
 
-* it is not proven this cluster's (:func:`reconciler.engine.adopt_plan.not_this_clusters` says why):
+* it is not proven this cluster's (:func:`reconciler.engine.ownership.not_this_clusters` says why):
   the name alone is no proof, since two clusters with the same ``--cluster-name`` in one project
   name theirs alike (OCCM #3102). Its description must be OCCM's for this cluster and, when it
   carries cluster identity tags (``kube_cluster_id_<uid>``), this cluster's (``cluster_id``, the
@@ -38,7 +38,7 @@ from typing import Any
 
 from reconciler.controller.housekeeping_plan import is_orphan
 from reconciler.controller.sync_plan import Action, ControllerSettings, decide
-from reconciler.engine.adopt_plan import not_this_clusters
+from reconciler.engine.ownership import not_this_clusters
 from reconciler.engine.plan import StackInfo, parse_time
 from reconciler.model.naming import SERVICE_PREFIX
 

@@ -9,15 +9,20 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
-* :mod:`.plan`: stack names, tags, provider config, skips, crash leftovers (pure);
+* :mod:`.plan`: stack names and tags, the outputs kept in them, skips, the listing (pure);
+* :mod:`.stack_spec`: the spec as the stack applies it, create-only fields kept as made (pure);
+* :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf (pure);
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
-* :mod:`.preview`: a preview's engine events as data;
+* :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
+  engine events turned into them;
 * :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
-* :mod:`.lost`: children a failed create left in the cloud (pure);
+* :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
   child by child when ``pulumi destroy`` cannot;
-* :mod:`.adopt`, :mod:`.adopt_plan` (pure), :mod:`.adopt_cloud`: taking OCCM's objects into
-  stacks (``lb-reconciler adopt`` and the first sync's takeover);
+* :mod:`.adopt`, :mod:`.adopt_cloud`: taking OCCM's objects into stacks (``lb-reconciler
+  adopt`` and the first sync's takeover), with the pure decisions :mod:`.ownership` (which load
+  balancer, and whether this cluster made it), :mod:`.adopt_plan` (which object becomes which
+  resource) and :mod:`.adopt_preview` (whether the import's preview may be applied);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
@@ -26,7 +31,9 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   :mod:`.redact`: credentials out of every message;
 * :mod:`.openstack`: the small OpenStack client for what no stack state records.
 
-May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks`,
-:mod:`reconciler.local.toolchain` (to find ``pulumi``). Never the controller or the CLI. Nothing
-is re-exported here, so importing :mod:`.errors` or :mod:`.results` does not load Pulumi.
+May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks` (the names the
+program declares are :mod:`stacks.vocabulary`'s), :mod:`reconciler.local.toolchain` (to find
+``pulumi``). Never the controller or the CLI. Nothing is re-exported here, so importing
+:mod:`.errors` or :mod:`.results` does not load Pulumi, nor does any pure module
+(``tests/unit/test_architecture.py``).
 """

@@ -44,12 +44,22 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import AdoptionPlan, foreign_problem, judge_preview, plan_adoption
+from reconciler.engine.adopt_plan import AdoptionPlan, plan_adoption
+from reconciler.engine.adopt_preview import judge_preview
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.handle import quiet
+from reconciler.engine.ownership import foreign_problem
 from reconciler.engine.results import EnsureResult
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY
+from stacks.vocabulary import (
+    CONFIG_NAMESPACE,
+    FIP_ASSOCIATION_TYPE,
+    IMPORTS_KEY,
+    MEMBERS_TYPE,
+    PORT_SG_TYPE,
+    SECURITY_GROUP,
+    logical_name,
+)
 
 if TYPE_CHECKING:
     from reconciler.engine.preview import PreviewOutcome
@@ -71,11 +81,7 @@ __all__ = [
 T = TypeVar("T")
 
 # Kept on rollback: idempotent batch/association resources (see the module docstring).
-_KEEP_TYPES = (
-    "openstack:loadbalancer/members:Members",
-    "openstack:networking/floatingIpAssociate:FloatingIpAssociate",
-)
-_PORT_SG = "openstack:networking/portSecGroupAssociate:PortSecGroupAssociate"
+_KEEP_TYPES = (MEMBERS_TYPE, FIP_ASSOCIATION_TYPE)
 
 
 class Adoptable(Protocol):
@@ -116,14 +122,10 @@ class ExistingLoadBalancerError(InvalidConfigError):
     reason = "ExistingLoadBalancer"
 
 
-def _name(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]
-
-
 def resources_of(deployment: Mapping[str, Any]) -> dict[str, str]:
     """{logical name: cloud ID} of the cloud objects in a deployment (``stack export``)."""
     return {
-        _name(str(r.get("urn", ""))): str(r.get("id") or "")
+        logical_name(str(r.get("urn", ""))): str(r.get("id") or "")
         for r in deployment.get("resources") or ()
         if r.get("custom") and not str(r.get("type", "")).startswith("pulumi:")
     }
@@ -134,9 +136,9 @@ def rollback_targets(deployment: Mapping[str, Any], imports: Mapping[str, str]) 
     out = []
     for r in deployment.get("resources") or ():
         rtype, urn = str(r.get("type", "")), str(r.get("urn", ""))
-        if not r.get("custom") or rtype.startswith("pulumi:") or _name(urn) in imports:
+        if not r.get("custom") or rtype.startswith("pulumi:") or logical_name(urn) in imports:
             continue
-        if rtype in _KEEP_TYPES or (rtype == _PORT_SG and "sg" in imports):
+        if rtype in _KEEP_TYPES or (rtype == PORT_SG_TYPE and SECURITY_GROUP in imports):
             continue
         out.append(urn)
     return out

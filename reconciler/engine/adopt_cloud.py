@@ -10,8 +10,9 @@ Service's, when the Service manages one.
 
 from __future__ import annotations
 
-from reconciler.engine.adopt_plan import Chain, Found, Obj, choose_load_balancer
+from reconciler.engine.adopt_plan import Chain, Found, Obj
 from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.ownership import choose_load_balancer
 from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = ["find_occm_objects"]

@@ -1,4 +1,5 @@
-"""Adopting OCCM's load balancers into Service stacks: the pure decisions.
+"""Adopting OCCM's load balancers into Service stacks: which cloud object becomes which resource.
+Pure.
 
 A cluster moving from openstack-cloud-controller-manager (OCCM) already has, for each Service of
 type LoadBalancer, an Octavia load balancer named ``kube_service_<cluster>_<ns>_<name>`` with
@@ -7,35 +8,26 @@ adopt`` imports those objects into the Service's stack (Pulumi ``import``), so t
 controller takes them over without recreating anything: a new load balancer would mean a new
 IP address.
 
-Two decisions live here, over plain dicts shaped like the Octavia and Neutron API's JSON (the
+The adoption's decisions, over plain dicts shaped like the Octavia and Neutron API's JSON (the
 reading is :mod:`reconciler.engine.adopt_cloud`, the stack work :mod:`reconciler.engine.adopt`):
 
-* :func:`plan_adoption`: which cloud object becomes which logical resource of the program
-  (:mod:`stacks.program`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
+* which load balancer, and whether it is this cluster's: :mod:`reconciler.engine.ownership`;
+* :func:`plan_adoption` (here): which cloud object becomes which logical resource of the program
+  (:mod:`stacks.vocabulary`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
   ``monitor-...``, ``fip``, ``fip-association``, ``sg``, ``sg-rule-...``). Listeners are matched
   by port and protocol family, not by OCCM's index in the name, so a reordered port list still
   matches (the name is then an update). What the Service asks for and OCCM never made is
   created; what OCCM made and the Service no longer asks for is left alone and reported;
-  anything ambiguous is a problem that stops the adoption of that Service.
-* :func:`judge_preview`: the preview of the import (``ServiceStack.preview(spec, imports=...)``)
-  must import everything planned and replace or delete nothing; an in-place update (the Service
-  asks for another algorithm, a Node was added) is refused unless the user allows updates.
-  Pulumi no longer fails an import whose inputs differ from the object: it imports it and then
-  updates it, so this check is what keeps "adopt" from changing the cloud behind the user's back.
-
-Only a load balancer proven this cluster's is adopted (:func:`foreign_problem`, over
-:func:`reconciler.model.naming.made_by_cluster`): OCCM's name alone is no proof, since two
-clusters with the same ``--cluster-name`` in one project name theirs alike (OCCM #3102). Its
-description must be OCCM's for this cluster and, when it carries cluster identity tags
-(``kube_cluster_id_<uid>``, OCCM's PR #3103 and this controller), this cluster's must be among
-them. :func:`not_this_clusters` says why one is not; ``lb-reconciler sweep`` uses it too.
+  anything ambiguous is a problem that stops the adoption of that Service;
+* whether the import's preview may be applied: :mod:`reconciler.engine.adopt_preview`.
 
 The Service's own load balancer id in ``loadbalancer.openstack.org/load-balancer-id`` (OCCM
 writes it, as the controller does) is not a request to share: the plan's spec drops it, and the
 stack's ``lbr:owns-lb`` tag makes the controller's later specs agree
-(:func:`reconciler.engine.plan.spec_for_stack`). An annotation naming a load balancer that is not
-named for the Service means the Service shares it: then only its listener chains (the listeners
-tagged with the Service's name) are adopted, never the load balancer or its floating IP.
+(:func:`reconciler.engine.stack_spec.spec_for_stack`). An annotation naming a load balancer that
+is not named for the Service means the Service shares it: then only its listener chains (the
+listeners tagged with the Service's name) are adopted, never the load balancer or its floating
+IP.
 """
 
 from __future__ import annotations
@@ -44,30 +36,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reconciler.engine.preview import REPLACING_OPS, PreviewOutcome, ResourceStep
-from reconciler.model.naming import (
-    CLUSTER_ID_TAG_PREFIX,
-    SERVICE_PREFIX,
-    cluster_id_tag,
-    lb_description,
-    made_by_cluster,
-)
+from reconciler.model.naming import SERVICE_PREFIX
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec, SecurityGroupRuleSpec
-from stacks.program import logical_suffix
 from stacks.shared import port_family
+from stacks.vocabulary import (
+    FIP,
+    FIP_ASSOCIATION,
+    LB,
+    SECURITY_GROUP,
+    SG_RULE_PREFIX,
+    listener_name,
+    logical_suffix,
+    members_name,
+    monitor_name,
+    pool_name,
+    sg_rule_name,
+)
 
-__all__ = [
-    "AdoptionPlan",
-    "Chain",
-    "Found",
-    "choose_load_balancer",
-    "foreign_problem",
-    "judge_preview",
-    "not_this_clusters",
-    "plan_adoption",
-    "records_identity",
-    "unchanged_problems",
-]
+__all__ = ["AdoptionPlan", "Chain", "Found", "Obj", "plan_adoption"]
+
 
 Obj = Mapping[str, Any]
 
@@ -110,85 +97,6 @@ class AdoptionPlan:
     def found(self) -> bool:
         """There is something to adopt."""
         return self.lb_id is not None
-
-
-def choose_load_balancer(
-    spec: LoadBalancerSpec, *, named: Sequence[Obj], annotated: Obj | None
-) -> tuple[Obj | None, bool, list[str]]:
-    """The load balancer to adopt: (it or None, shared, problems).
-
-    ``named``: the load balancers named for the Service; ``annotated``: the one its
-    ``load-balancer-id`` annotation names (None when there is none or it does not exist).
-    """
-    wanted = spec.existing_lb_id
-    if wanted:
-        own = [lb for lb in named if lb.get("id") == wanted]
-        if own:
-            return own[0], False, []
-        if annotated is None:
-            problem = (
-                f"loadbalancer.openstack.org/load-balancer-id names {wanted}, which does not "
-                "exist; remove the annotation (a new load balancer is then made) or correct it"
-            )
-            return None, False, [problem]
-        return annotated, True, []
-    if len(named) > 1:
-        ids = ", ".join(str(lb.get("id")) for lb in named)
-        return (
-            None,
-            False,
-            [
-                f"{len(named)} load balancers are named {spec.name} ({ids}); set "
-                "loadbalancer.openstack.org/load-balancer-id to the one to adopt"
-            ],
-        )
-    return (named[0], False, []) if named else (None, False, [])
-
-
-def not_this_clusters(lb: Obj, *, cluster_name: str, cluster_id: str) -> str | None:
-    """Why load balancer ``lb`` (as Octavia shows it) is not proven this cluster's by
-    :func:`reconciler.model.naming.made_by_cluster`, or None when it is. ``cluster_id``: the
-    kube-system namespace's UID, "" when it could not be read."""
-    if made_by_cluster(lb, cluster_name=cluster_name, cluster_id=cluster_id):
-        return None
-    tags = [str(t) for t in lb.get("tags") or ()]
-    identities = ", ".join(sorted(t for t in tags if t.startswith(CLUSTER_ID_TAG_PREFIX)))
-    if identities and not cluster_id:
-        return (
-            f"it carries the cluster identity tag {identities}, and this cluster's identity (the "
-            "kube-system namespace's UID) could not be read: grant get on namespaces/kube-system"
-        )
-    if identities:
-        return (
-            f"it carries another cluster's identity tag {identities} (this cluster's is "
-            f"{cluster_id_tag(cluster_id)}): another cluster with the same --cluster-name in "
-            "this project"
-        )
-    name = str(lb.get("name") or "")
-    if not name.startswith(f"{SERVICE_PREFIX}{cluster_name}_"):
-        return f"its name is not {SERVICE_PREFIX}{cluster_name}_<namespace>_<name>"
-    wanted = lb_description(cluster_name=cluster_name, namespace="<namespace>", name="<name>")
-    return (
-        f"its description {lb.get('description') or ''!r} is not OCCM's for cluster "
-        f"{cluster_name} ({wanted!r}): made by hand, by another tool or for another cluster"
-    )
-
-
-def foreign_problem(found: Found, *, cluster_name: str, cluster_id: str) -> str | None:
-    """The problem that stops the adoption of a load balancer this cluster did not make, or
-    None. A shared one (the ``load-balancer-id`` annotation names another Service's or a
-    user's load balancer) is not checked: only its listeners are adopted, never it."""
-    lb = found.load_balancer
-    if lb is None or found.shared:
-        return None
-    why = not_this_clusters(lb, cluster_name=cluster_name, cluster_id=cluster_id)
-    if why is None:
-        return None
-    return (
-        f"load balancer {lb.get('name')} ({lb.get('id')}) was not made by this cluster: {why}; "
-        "it is not adopted (a cluster adopts only its own). If it is another cluster's, give "
-        "this cluster a --cluster-name of its own; if nobody uses it, delete it by hand"
-    )
 
 
 def _ours(listener: Obj, lb_name: str, *, shared: bool) -> bool:
@@ -248,15 +156,15 @@ def _chain(
         return
     chain = mine[0]
     chains.remove(chain)
-    b.take(f"listener-{key}", chain.listener, _describe("listener", chain.listener, port))
+    b.take(listener_name(key), chain.listener, _describe("listener", chain.listener, port))
     pool = chain.pool
     if pool is None:
         b.notes.append(f"port {port}: the listener has no pool; its pool is created")
         return
-    b.take(f"pool-{key}", pool, _describe("pool", pool))
+    b.take(pool_name(key), pool, _describe("pool", pool))
     if listener.pool.members:
         what = f"{len(chain.members)} members of {pool.get('name') or pool.get('id')}"
-        b.take(f"members-{key}", pool, what)
+        b.take(members_name(key), pool, what)
     elif chain.members:
         b.notes.append(
             f"port {port}: the pool's {len(chain.members)} members are left as they are (the "
@@ -267,7 +175,7 @@ def _chain(
         if monitor is None:
             b.notes.append(f"port {port}: the pool has no health monitor; one is created")
         else:
-            b.take(f"monitor-{key}", monitor, _describe("health monitor", monitor))
+            b.take(monitor_name(key), monitor, _describe("health monitor", monitor))
     elif monitor is not None:
         b.notes.append(
             f"port {port}: health monitor {monitor.get('name') or monitor.get('id')} is left "
@@ -299,16 +207,16 @@ def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> No
         fip = match[0]
         what = f"floating IP {wanted.address}"
         if fip.get("description") == wanted.description:
-            b.take("fip", fip, what)
-        b.take("fip-association", fip, f"association of {what} with the VIP port")
+            b.take(FIP, fip, what)
+        b.take(FIP_ASSOCIATION, fip, f"association of {what} with the VIP port")
         return
     ours = [f for f in fips if f.get("description") == wanted.description]
     if len(ours) > 1:
         b.problems.append(f"the VIP port has {len(ours)} floating IPs of this Service: {addresses}")
     elif ours:
         what = f"floating IP {ours[0].get('floating_ip_address')}"
-        b.take("fip", ours[0], what)
-        b.take("fip-association", ours[0], f"association of {what} with the VIP port")
+        b.take(FIP, ours[0], what)
+        b.take(FIP_ASSOCIATION, ours[0], f"association of {what} with the VIP port")
     elif fips:
         b.problems.append(
             f"floating IP {addresses} on the VIP port was not made for this Service (its "
@@ -319,11 +227,13 @@ def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> No
 
 
 def _rule_name(rule: Obj) -> str:
-    """The program's logical name of a security-group rule (stacks.program._security_group)."""
-    return (
-        f"sg-rule-{rule.get('protocol')}-{rule.get('port_range_min')}-"
-        f"{rule.get('port_range_max')}-{str(rule.get('ethertype')).lower()}-"
-        f"{rule.get('remote_ip_prefix')}"
+    """The program's logical name of a security-group rule (stacks.resources.security_group)."""
+    return sg_rule_name(
+        protocol=rule.get("protocol"),
+        port_range_min=rule.get("port_range_min"),
+        port_range_max=rule.get("port_range_max"),
+        ethertype=str(rule.get("ethertype")),
+        remote_ip_prefix=rule.get("remote_ip_prefix"),
     )
 
 
@@ -354,19 +264,25 @@ def _security_group(b: _Builder, spec: LoadBalancerSpec, groups: Sequence[Obj]) 
         b.notes.append(f"no security group {sg.name}; it is created with its rules")
         return
     group = groups[0]
-    b.take("sg", group, f"security group {sg.name}")
+    b.take(SECURITY_GROUP, group, f"security group {sg.name}")
     found = [r for r in group.get("security_group_rules") or () if r.get("direction") == "ingress"]
     for wanted in sg.rules:
         match = [r for r in found if _rule_matches(r, wanted)]
         if match:
             found.remove(match[0])
-            b.take(_rule_name(match[0]), match[0], f"rule {_rule_name(match[0])[8:]}")
+            b.take(
+                _rule_name(match[0]),
+                match[0],
+                f"rule {_rule_name(match[0])[len(SG_RULE_PREFIX) :]}",
+            )
         else:
             b.notes.append(
                 f"security group rule {wanted.protocol} {wanted.port_range_min}: created"
             )
     for rule in found:
-        b.notes.append(f"security group rule {_rule_name(rule)[8:]} is left as it is")
+        b.notes.append(
+            f"security group rule {_rule_name(rule)[len(SG_RULE_PREFIX) :]} is left as it is"
+        )
 
 
 def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
@@ -388,12 +304,12 @@ def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
             "are adopted"
         )
     else:
-        b.take("lb", lb, f"load balancer {lb.get('name')}")
+        b.take(LB, lb, f"load balancer {lb.get('name')}")
         if spec.existing_lb_id == lb_id:
             spec = replace(spec, existing_lb_id=None)
         placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
         if spec.vip_autodetect_address and not placed and lb.get("vip_subnet_id"):
-            # the subnet OCCM detected when it made the load balancer (engine_plan keeps it)
+            # the subnet OCCM detected when it made the load balancer (stack_spec keeps it)
             spec = replace(
                 spec, vip_subnet_id=str(lb["vip_subnet_id"]), vip_autodetect_address=None
             )
@@ -425,67 +341,3 @@ def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
         notes=tuple(b.notes),
         problems=tuple(b.problems),
     )
-
-
-def _is_engine(step: ResourceStep) -> bool:
-    """The stack itself and providers: Pulumi's own bookkeeping, not cloud objects."""
-    return step.type.startswith("pulumi:")
-
-
-def _changes(step: ResourceStep) -> str:
-    parts = [f"{c.path} {c.old!r} -> {c.new!r}" for c in step.changes]
-    return "; ".join(parts) or ", ".join(step.replace_keys) or "(no property listed)"
-
-
-def records_identity(lb: Obj | None, *, cluster_id: str) -> bool:
-    """The adoption tags load balancer ``lb`` with this cluster's identity (it has none): the
-    engine adds it after the import's ``up`` (reconciler/engine/lb_tags.py)."""
-    if lb is None or not cluster_id:
-        return False
-    return not any(str(t).startswith(CLUSTER_ID_TAG_PREFIX) for t in lb.get("tags") or ())
-
-
-def judge_preview(
-    plan: AdoptionPlan,
-    outcome: PreviewOutcome,
-    *,
-    allow_updates: bool = False,
-) -> list[str]:
-    """The problems of an adoption's preview: a replacement or deletion, an update (unless
-    ``allow_updates``), or a planned import the program does not declare. The load balancer's
-    tags are no difference: the program leaves them as they are (``ignore_changes``)."""
-    problems = []
-    imported: set[str] = set()
-    replaced: dict[str, str] = {}  # delete-before-replace: three steps, one message
-    for step in outcome.steps:
-        if _is_engine(step):
-            continue
-        where = f"{step.name} ({plan.described.get(step.name, step.type)})"
-        if step.op == "import":
-            imported.add(step.name)
-        elif step.op in REPLACING_OPS:
-            if step.changes or step.replace_keys or step.name not in replaced:
-                replaced[step.name] = f"{where} would be replaced: {_changes(step)}"
-        elif step.op in ("delete", "discard"):
-            problems.append(f"{where} would be deleted")
-        elif step.op == "update" and not allow_updates:
-            problems.append(
-                f"{where} differs from the Service and would be updated: {_changes(step)}; "
-                "change the Service to match, or pass --allow-updates"
-            )
-    problems.extend(replaced.values())
-    for name in sorted(set(plan.imports) - imported):
-        problems.append(
-            f"{name} ({plan.described.get(name, '')}) was found but the stack does not declare "
-            "it; nothing was adopted"
-        )
-    return problems
-
-
-def unchanged_problems(outcome: PreviewOutcome) -> list[str]:
-    """After the adoption, a preview of the Service's spec must change nothing."""
-    return [
-        f"{step.name}: {step.op} {_changes(step)}"
-        for step in outcome.steps
-        if not _is_engine(step) and step.op not in ("same", "read")
-    ]

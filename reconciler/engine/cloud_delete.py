@@ -32,7 +32,17 @@ from typing import Any
 
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
-from reconciler.engine.plan import object_kind
+from stacks.vocabulary import (
+    FIP_ASSOCIATION,
+    FLOATINGIPS,
+    HEALTHMONITORS,
+    LISTENERS,
+    LOADBALANCERS,
+    MEMBERS_PREFIX,
+    POOLS,
+    SECURITY_GROUPS,
+    object_kind,
+)
 
 log = logging.getLogger("reconciler.engine.stack")
 
@@ -50,7 +60,7 @@ _STUCK_DESTROY = (
     re.compile(r"Unable to retrieve parent"),
     re.compile(r"unexpected state 'ERROR'"),
     # a child's delete the cloud never finished (the provider waits while it is ACTIVE or
-    # ERROR), given up after the child delete timeout (stacks/program.py)
+    # ERROR), given up after the child delete timeout (stacks.vocabulary.CHILD_DELETE_TIMEOUT_KEY)
     re.compile(r"to become DELETED: context deadline exceeded"),
 )
 
@@ -114,8 +124,8 @@ def attempts(*, timeout: float, cancelled: threading.Event, late: UpTimeoutError
 # Deepest first: the load balancer (cascade) before anything, a monitor before its pool, a pool
 # before its listener. Batch members and the floating-IP association are not deleted: they go
 # with their pool or floating IP.
-_ORDER = ["loadbalancers", "healthmonitors", "pools", "listeners", "floatingips", "security-groups"]
-_CHILDREN = ("healthmonitors", "pools", "listeners")
+_ORDER = [LOADBALANCERS, HEALTHMONITORS, POOLS, LISTENERS, FLOATINGIPS, SECURITY_GROUPS]
+_CHILDREN = (HEALTHMONITORS, POOLS, LISTENERS)
 
 
 def unadopted_deletions(imports: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -126,7 +136,7 @@ def unadopted_deletions(imports: Mapping[str, str]) -> list[tuple[str, str]]:
     out = []
     for name, ident in imports.items():
         kind = object_kind(name)
-        if kind is not None and not name.startswith(("members-", "fip-association")):
+        if kind is not None and not name.startswith((MEMBERS_PREFIX, FIP_ASSOCIATION)):
             out.append((kind, ident))
     return sorted(out, key=lambda d: _ORDER.index(d[0]))
 
@@ -142,14 +152,14 @@ def delete_unadopted(
     """Delete what :func:`unadopted_deletions` lists, each within ``timeout`` (a child is
     retried while Octavia answers 409, its load balancer being ``PENDING_*``)."""
     deletions = unadopted_deletions(imports)
-    lb_gone = any(kind == "loadbalancers" for kind, _ident in deletions)
+    lb_gone = any(kind == LOADBALANCERS for kind, _ident in deletions)
     for kind, ident in deletions:
         if kind in _CHILDREN and lb_gone:
             continue  # the cascade took it
         log.warning(
             "stack %s: deleting %s %s, made by an interrupted create", stack_name, kind, ident
         )
-        if kind == "loadbalancers":
+        if kind == LOADBALANCERS:
             cascade_delete(rest, ident, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
         elif kind not in _CHILDREN:  # Neutron: no 409 for a busy parent, deleted once
             rest.delete(kind, ident, missing_ok=True)

@@ -18,9 +18,10 @@ from pulumi import automation as auto
 from reconciler.config import AuthConfig, Secret
 from reconciler.engine.errors import EngineError, engine_error
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import PROJECT, secret_values
+from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
 from reconciler.local.toolchain import Toolchain
+from stacks.vocabulary import PROJECT
 
 __all__ = ["EngineContext", "EngineSettings"]
 
@@ -36,7 +37,7 @@ class EngineSettings:
     passphrase: Secret = field(default_factory=Secret)
     operation_timeout: float = 900.0
     interrupt_grace: float = 30.0
-    # seconds the provider waits for a child's delete (stacks.program.CHILD_DELETE_TIMEOUT_KEY)
+    # seconds the provider waits for a child's delete (stacks.vocabulary.CHILD_DELETE_TIMEOUT_KEY)
     child_delete_timeout: float = 120.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):

@@ -46,7 +46,7 @@ from reconciler.model.naming import (
     others_listener,
     services_tagged,
 )
-from stacks.program import CONFIG_NAMESPACE, RELEASE_KEY
+from stacks.vocabulary import CONFIG_NAMESPACE, RELEASE_KEY
 
 __all__ = ["DeleteResult", "delete_stack"]
 

@@ -36,7 +36,6 @@ import re
 from typing import Literal
 
 from reconciler.engine.failure_text import (
-    INVALID_SPEC_MARKER,
     CloudFault,
     cloud_faults,
     describe,
@@ -44,6 +43,7 @@ from reconciler.engine.failure_text import (
     error_text,
     protected_refusal,
 )
+from stacks.vocabulary import INVALID_SPEC_MARKER
 
 __all__ = [
     "CloudUnavailableError",

@@ -25,8 +25,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from stacks.vocabulary import FIP, INVALID_SPEC_MARKER, LB, logical_name
+
 __all__ = [
-    "INVALID_SPEC_MARKER",
     "CloudFault",
     "cloud_faults",
     "describe",
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 # how the program (stacks/lookups.py) says a spec cannot be made, e.g. ``max-shared-lb``
-INVALID_SPEC_MARKER = "lb-reconciler invalid spec:"
 
 # -- what the cloud said ----------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ _PROTECTED = re.compile(
     r'unable to (?P<op>replace|delete) resource "(?P<urn>[^"]+)"|'
     r'resource "(?P<urn2>[^"]+)" cannot be (?P<op2>deleted)'
 )
-_PROTECTED_WHAT = {"lb": "load balancer", "fip": "floating IP"}
+_PROTECTED_WHAT = {LB: "load balancer", FIP: "floating IP"}
 _GENERIC = re.compile(
     r"^(update failed|(.*: )?\d+ errors? occurred:?|an unhandled error occurred:.*)$",
     re.IGNORECASE,
@@ -192,7 +192,7 @@ def protected_refusal(text: str) -> str:
     if found is None:
         return ""
     urn = found.group("urn") or found.group("urn2") or ""
-    name = urn.rsplit("::", 1)[-1]
+    name = logical_name(urn)
     op = found.group("op") or found.group("op2") or "replace"
     what = _PROTECTED_WHAT.get(name, f"resource {name}")
     return (

@@ -2,7 +2,8 @@
 
 :class:`StackHandle` is the public surface that :mod:`.stack` (``ensure``, ``preview``,
 ``refresh``), :mod:`.delete` and :mod:`.adopt` share: nothing outside this module reaches into
-another's privates. It makes no decisions (those are :mod:`.plan`'s); it runs what they say.
+another's privates. It makes no decisions (those are :mod:`.plan`'s, :mod:`.stack_spec`'s and
+:mod:`.lost`'s); it runs what they say.
 """
 
 from __future__ import annotations
@@ -17,16 +18,9 @@ from pulumi import automation as auto
 from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import InterruptedOperationError
-from reconciler.engine.lost import lost_children
+from reconciler.engine.lost import carried_imports, lost_children, lost_lookups
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import (
-    PROJECT,
-    carried_imports,
-    lost_lookups,
-    resource_urn,
-    stack_name,
-    stack_tags,
-)
+from reconciler.engine.plan import resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import (
     clear_stale_locks,
     recover_pending,
@@ -36,7 +30,8 @@ from reconciler.engine.recovery import (
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
 from reconciler.engine.tags import StackTags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
-from stacks.program import CONFIG_NAMESPACE, IMPORTS_KEY, adoptable_names, main
+from stacks.program import adoptable_names, main
+from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT
 
 __all__ = ["StackHandle", "applied_spec_from", "quiet"]
 

@@ -1,38 +1,134 @@
-"""Children a failed create left in the cloud without telling the state: what to look for. Pure.
+"""What an interrupted or failed operation left in the cloud without telling the state: what to
+look for. Pure; :mod:`reconciler.engine.recovery` looks and acts.
 
-A create the cloud carried out can still fail for Pulumi: the answer was lost (an API process
-that died mid-answer, a dropped connection, an emulator restart in the chaos run) or the wait
-for the new object hit an error before the provider had its ID. Pulumi then records neither the
-object nor a pending operation. The load balancer and the floating IP are found and adopted
-(:func:`reconciler.engine.plan.lost_lookups`); a lost *listener* blocks the Service for ever
-(every later ``up`` creates it again and Octavia answers 409, the port being in use), and a lost
-pool or monitor does the same on its listener or pool.
+**Pending creates** (:func:`pending_creates`). A ``pulumi`` killed during ``up`` leaves
+``pending_operations`` in the state: resources it asked the cloud to create whose IDs it never
+recorded. Each is listed with the name (or description) to find it by in the cloud; batch and
+association resources (members, floating-IP association, port security groups) are idempotent
+and are just cleared, the next ``up`` applies them again.
+
+**Lost answers.** A create the cloud carried out can still fail for Pulumi: the answer was lost
+(an API process that died mid-answer, a dropped connection, an emulator restart in the chaos run)
+or the wait for the new object hit an error before the provider had its ID. Pulumi then records
+neither the object nor a pending operation. The load balancer and the floating IP are found and
+adopted (:func:`lost_lookups`); a lost *listener* blocks the Service for ever (every later ``up``
+creates it again and Octavia answers 409, the port being in use), and a lost pool or monitor
+does the same on its listener or pool.
 
 So after an ``up`` that did not finish, each listener, pool and monitor the spec wants and the
-state lacks is looked for on our own load balancer by what identifies it (name, port, parent),
-and a found one is deleted, not adopted: the next ``up`` creates it as the spec says now. An
-import would fail for ever if the spec changed meanwhile (Pulumi refuses an import whose
-inputs differ), and a child the state never had carries no traffic the Service relies on.
+state lacks is looked for on our own load balancer by what identifies it (name, port, parent)
+(:func:`lost_children`), and a found one is deleted, not adopted: the next ``up`` creates it as
+the spec says now. An import would fail for ever if the spec changed meanwhile (Pulumi refuses
+an import whose inputs differ), and a child the state never had carries no traffic the Service
+relies on.
 
 A lookup's ``find_by`` may refer to its parent as ``@<logical name>``: the parent's ID from the
-state, or from what an earlier lookup found (a lost listener's lost pool). A reference nothing
-resolves drops the lookup. Only the stack's own load balancer (``lb``) is searched: on a shared
-or user's load balancer nothing is deleted here.
+state, or from what an earlier lookup found (a lost listener's lost pool); :func:`resolve`
+fills it in. A reference nothing resolves drops the lookup. Only the stack's own load balancer
+(``lb``) is searched: on a shared or user's load balancer nothing is deleted here.
+
+**Carried imports** (:func:`carried_imports`): imports an earlier ``up`` was given and did not
+finish, read back from the stack's configuration.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from reconciler.engine.plan import PendingCreate
+import yaml
+
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.program import logical_suffix
+from stacks.vocabulary import (
+    FIP,
+    FIP_ASSOCIATION_TYPE,
+    FIP_TYPE,
+    LB,
+    LB_TYPE,
+    LISTENER_TYPE,
+    MEMBERS_TYPE,
+    MONITOR_TYPE,
+    POOL_TYPE,
+    PORT_SG_TYPE,
+    listener_name,
+    logical_name,
+    logical_suffix,
+    monitor_name,
+    pool_name,
+)
 
-__all__ = ["LISTENER_TYPE", "MONITOR_TYPE", "POOL_TYPE", "lost_children", "resolve"]
+__all__ = [
+    "PendingCreate",
+    "carried_imports",
+    "lost_children",
+    "lost_lookups",
+    "pending_creates",
+    "resolve",
+]
 
-LISTENER_TYPE = "openstack:loadbalancer/listener:Listener"
-POOL_TYPE = "openstack:loadbalancer/pool:Pool"
-MONITOR_TYPE = "openstack:loadbalancer/monitor:Monitor"
+
+@dataclass(frozen=True)
+class PendingCreate:
+    """An object to look for in the cloud: one a pending create (or a create that reported
+    failure) may have made. ``urn`` is the resource's URN, or just its logical name."""
+
+    urn: str
+    type: str  # e.g. openstack:loadbalancer/loadBalancer:LoadBalancer
+    find_by: dict[str, str]  # what identifies it in the cloud: name, or description
+    idempotent: bool  # clear it; the next up applies it again
+
+    @property
+    def name(self) -> str:
+        """The logical name (``lb``, ``listener-tcp-80``), what the program imports it as."""
+        return logical_name(self.urn)
+
+
+_IDEMPOTENT = (MEMBERS_TYPE, FIP_ASSOCIATION_TYPE, PORT_SG_TYPE)
+
+
+def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
+    """The pending creates in an exported deployment (``pulumi stack export``)."""
+    out = []
+    for op in deployment.get("pending_operations") or []:
+        if op.get("type") != "creating":
+            continue
+        resource = op.get("resource") or {}
+        inputs = resource.get("inputs") or {}
+        find_by = {
+            k: str(inputs[k])
+            for k in (
+                "name",
+                "description",
+                "loadbalancerId",
+                "poolId",
+                "listenerId",
+                "protocol",
+                "protocolPort",
+            )
+            if inputs.get(k)
+        }
+        rtype = str(resource.get("type", ""))
+        out.append(
+            PendingCreate(str(resource.get("urn", "")), rtype, find_by, rtype in _IDEMPOTENT)
+        )
+    return out
+
+
+def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
+    """The top-level objects of ``spec`` to look for in the cloud when the state lacks them
+    after an ``up`` that did not finish: a create the cloud carried out can still fail (the
+    provider's wait for the new object hit an error) and return no ID, so no pending
+    operation is left either. The load balancer by its name, the floating IP by its
+    description (only one on no port is taken, :meth:`OpenStackRest.find_ids`)."""
+    if spec.existing_lb_id:
+        return []
+    out = [PendingCreate(LB, LB_TYPE, {"name": spec.name}, False)]
+    fip = spec.floating_ip
+    if fip is not None and not spec.internal and fip.description:
+        out.append(PendingCreate(FIP, FIP_TYPE, {"description": fip.description}, False))
+    return out
 
 
 def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
@@ -44,11 +140,11 @@ def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
         key = logical_suffix(listener)
         out.append(
             PendingCreate(
-                f"listener-{key}",
+                listener_name(key),
                 LISTENER_TYPE,
                 {
                     "name": listener.name,
-                    "loadbalancerId": "@lb",
+                    "loadbalancerId": f"@{LB}",
                     "protocol": listener.protocol,
                     "protocolPort": str(listener.protocol_port),
                 },
@@ -56,11 +152,11 @@ def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
             )
         )
         pool = listener.pool
-        find_pool = {"name": pool.name, "listenerId": f"@listener-{key}"}
-        out.append(PendingCreate(f"pool-{key}", POOL_TYPE, find_pool, False))
+        find_pool = {"name": pool.name, "listenerId": f"@{listener_name(key)}"}
+        out.append(PendingCreate(pool_name(key), POOL_TYPE, find_pool, False))
         if pool.monitor is not None:
-            find_monitor = {"name": pool.monitor.name, "poolId": f"@pool-{key}"}
-            out.append(PendingCreate(f"monitor-{key}", MONITOR_TYPE, find_monitor, False))
+            find_monitor = {"name": pool.monitor.name, "poolId": f"@{pool_name(key)}"}
+            out.append(PendingCreate(monitor_name(key), MONITOR_TYPE, find_monitor, False))
     return out
 
 
@@ -75,3 +171,17 @@ def resolve(find_by: Mapping[str, str], ids: Mapping[str, str]) -> dict[str, str
             value = ident
         out[key] = value
     return out
+
+
+def carried_imports(config_text: str, *, key: str) -> dict[str, str]:
+    """The imports an earlier ``up`` was given and did not finish (``key`` in a stack's
+    ``Pulumi.<stack>.yaml``; the engine empties it after a successful ``up``); {} for anything
+    unreadable."""
+    try:
+        config = yaml.safe_load(config_text) or {}
+        raw = json.loads(str((config.get("config") or {}).get(key) or "{}"))
+    except (ValueError, yaml.YAMLError, AttributeError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items() if k and v}

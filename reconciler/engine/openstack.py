@@ -27,28 +27,41 @@ from typing import Any
 
 from reconciler.config import AuthConfig
 from reconciler.model.naming import floating_ip_to_delete
+from stacks.vocabulary import (
+    FIP_TYPE,
+    FLOATINGIPS,
+    HEALTHMONITORS,
+    LB_TYPE,
+    LISTENER_TYPE,
+    LISTENERS,
+    LOADBALANCERS,
+    MONITOR_TYPE,
+    POOL_TYPE,
+    POOLS,
+    SECURITY_GROUP_TYPE,
+    SECURITY_GROUPS,
+)
 
 __all__ = ["OpenStackRest", "OpenStackRestError"]
 
 TIMEOUT = 30.0
-# the start of the description OCCM (and this controller) give the floating IPs they create
 
-# collection (engine_plan.object_kind) -> (service type, path, JSON key of one object); the
+# collection (stacks.vocabulary.object_kind) -> (service type, path, JSON key of one object); the
 # JSON key of a list is the collection's name with "_" for "-"
 _PATHS = {
-    "loadbalancers": ("load-balancer", "v2/lbaas/loadbalancers", "loadbalancer"),
-    "listeners": ("load-balancer", "v2/lbaas/listeners", "listener"),
-    "pools": ("load-balancer", "v2/lbaas/pools", "pool"),
-    "healthmonitors": ("load-balancer", "v2/lbaas/healthmonitors", "healthmonitor"),
-    "floatingips": ("network", "v2.0/floatingips", "floatingip"),
-    "security-groups": ("network", "v2.0/security-groups", "security_group"),
+    LOADBALANCERS: ("load-balancer", "v2/lbaas/loadbalancers", "loadbalancer"),
+    LISTENERS: ("load-balancer", "v2/lbaas/listeners", "listener"),
+    POOLS: ("load-balancer", "v2/lbaas/pools", "pool"),
+    HEALTHMONITORS: ("load-balancer", "v2/lbaas/healthmonitors", "healthmonitor"),
+    FLOATINGIPS: ("network", "v2.0/floatingips", "floatingip"),
+    SECURITY_GROUPS: ("network", "v2.0/security-groups", "security_group"),
 }
 
 # Pulumi type token -> (collection, filters to send: (key of find_by, the API's query parameter))
 _COLLECTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
-    "openstack:loadbalancer/loadBalancer:LoadBalancer": ("loadbalancers", (("name", "name"),)),
-    "openstack:loadbalancer/listener:Listener": (
-        "listeners",
+    LB_TYPE: (LOADBALANCERS, (("name", "name"),)),
+    LISTENER_TYPE: (
+        LISTENERS,
         (
             ("name", "name"),
             ("loadbalancerId", "loadbalancer_id"),
@@ -56,21 +69,18 @@ _COLLECTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
             ("protocolPort", "protocol_port"),
         ),
     ),
-    "openstack:loadbalancer/pool:Pool": ("pools", (("name", "name"),)),
-    "openstack:loadbalancer/monitor:Monitor": ("healthmonitors", (("name", "name"),)),
-    "openstack:networking/floatingIp:FloatingIp": (
-        "floatingips",
-        (("description", "description"),),
-    ),
-    "openstack:networking/secGroup:SecGroup": ("security-groups", (("name", "name"),)),
+    POOL_TYPE: (POOLS, (("name", "name"),)),
+    MONITOR_TYPE: (HEALTHMONITORS, (("name", "name"),)),
+    FIP_TYPE: (FLOATINGIPS, (("description", "description"),)),
+    SECURITY_GROUP_TYPE: (SECURITY_GROUPS, (("name", "name"),)),
 }
 
 
 # parents checked on the listed objects only, never sent as a filter (Octavia has no such
 # column): a pool's listeners, a monitor's pools
 _LINKS: dict[str, tuple[tuple[str, str], ...]] = {
-    "pools": (("listenerId", "listeners"),),
-    "healthmonitors": (("poolId", "pools"),),
+    POOLS: (("listenerId", "listeners"),),
+    HEALTHMONITORS: (("poolId", "pools"),),
 }
 
 
@@ -191,7 +201,7 @@ class OpenStackRest:
             for item in payload.get(kind.replace("-", "_"), [])
             if all(_matches(item, api, value) for api, value in query.items())
             and all(any(x.get("id") == v for x in item.get(f) or ()) for f, v in links)
-            and not (kind == "floatingips" and item.get("port_id"))
+            and not (kind == FLOATINGIPS and item.get("port_id"))
         ]
 
     def show(self, kind: str, ident: str) -> dict[str, Any] | None:
@@ -211,7 +221,7 @@ class OpenStackRest:
         """Delete the object ``ident`` of collection ``kind`` (``_PATHS``; a load balancer
         with cascade: :meth:`delete_load_balancer`). Octavia answers 409 for a child while its
         load balancer is ``PENDING_*``."""
-        if kind == "loadbalancers":
+        if kind == LOADBALANCERS:
             raise ValueError("a load balancer is deleted with delete_load_balancer (cascade)")
         service, path, _one = _PATHS[kind]
         try:
@@ -233,7 +243,7 @@ class OpenStackRest:
         ]
 
     def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
-        return self.show("loadbalancers", lb_id)
+        return self.show(LOADBALANCERS, lb_id)
 
     def load_balancers(self) -> list[dict[str, Any]]:
         """Every load balancer of the project (following Octavia's pagination links)."""
@@ -254,7 +264,7 @@ class OpenStackRest:
         deleted = []
         for fip in self.floating_ips_on_port(str(lb.get("vip_port_id"))):
             if floating_ip_to_delete(fip, cluster_name=cluster_name):
-                self.delete("floatingips", str(fip["id"]))
+                self.delete(FLOATINGIPS, str(fip["id"]))
                 deleted.append(str(fip.get("floating_ip_address")))
         self.delete_load_balancer(str(lb["id"]))
         return deleted
@@ -288,10 +298,10 @@ class OpenStackRest:
         return [lb for lb in payload.get("loadbalancers", []) if lb.get("name") == name]
 
     def listener(self, listener_id: str) -> dict[str, Any] | None:
-        return self.show("listeners", listener_id)
+        return self.show(LISTENERS, listener_id)
 
     def pool(self, pool_id: str) -> dict[str, Any] | None:
-        return self.show("pools", pool_id)
+        return self.show(POOLS, pool_id)
 
     def pool_members(self, pool_id: str) -> list[dict[str, Any]]:
         url = self._url("load-balancer", f"v2/lbaas/pools/{pool_id}/members")
@@ -300,7 +310,7 @@ class OpenStackRest:
         return found
 
     def health_monitor(self, monitor_id: str) -> dict[str, Any] | None:
-        return self.show("healthmonitors", monitor_id)
+        return self.show(HEALTHMONITORS, monitor_id)
 
     def security_groups_named(self, name: str) -> list[dict[str, Any]]:
         url = self._url("network", "v2.0/security-groups", {"name": name})

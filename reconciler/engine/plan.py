@@ -1,7 +1,9 @@
-"""The engine's pure decisions: stack names, tags, provider config, skips, crash leftovers.
+"""Stack names and tags, the outputs kept in them, and the stack listing. Pure.
 
 Nothing here runs ``pulumi`` or touches the cloud; :mod:`reconciler.engine.stack` does, and asks
-these functions what to do.
+these functions what to do. The spec a stack applies (create-only fields kept as made) is
+:mod:`reconciler.engine.stack_spec`'s, what a crash left behind :mod:`reconciler.engine.lost`'s,
+the provider's configuration :mod:`reconciler.engine.provider_config`'s.
 
 **Stack names.** ``<cluster>.<namespace>.<name>``: readable in ``pulumi stack ls`` and unique
 across clusters that share a backend. Namespace and Service names are DNS labels (``a-z0-9-``),
@@ -21,12 +23,6 @@ looks done. While it is there, the last operation finished: the state has nothin
 update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
 former, :func:`parse_tags_file` a ``file://`` backend's tags file, and :func:`stack_info` joins
 them into a :class:`StackInfo` (see :mod:`reconciler.engine.stack_meta` for how they are read).
-
-**Pending creates.** A ``pulumi`` killed during ``up`` leaves ``pending_operations`` in the state:
-resources it asked the cloud to create whose IDs it never recorded. :func:`pending_creates`
-lists them with the name (or description) to find them by in the cloud; batch and association
-resources (members, floating-IP association, port security groups) are idempotent and are just
-cleared, the next ``up`` applies them again.
 """
 
 from __future__ import annotations
@@ -35,29 +31,21 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
-from reconciler.config import AuthConfig
-from reconciler.model.frozen import (
-    CreateOnly,
-    FrozenChange,
-    freeze,
-    made_with,
-    wants_floating_ip,
-)
-from reconciler.model.naming import cluster_id_tag
-from reconciler.model.spec import LoadBalancerSpec
+from stacks.vocabulary import PROJECT, PROTECTED, urn_of
 
 __all__ = [
     "CLUSTER_ID_TAG",
     "CLUSTER_TAG",
     "CREATE_ONLY_TAG",
     "EXTERNAL_IP_TAG",
+    "FIP_NETWORK_TAG",
+    "FIP_SUBNET_TAG",
     "HASH_TAG",
+    "KEEP_FIP_TAG",
     "LB_ID_TAG",
     "NAMESPACE_TAG",
     "NAME_TAG",
@@ -66,35 +54,20 @@ __all__ = [
     "UID_TAG",
     "VIP_ADDRESS_TAG",
     "VIP_SUBNET_TAG",
-    "PendingCreate",
     "StackInfo",
     "StackListing",
-    "StackSpec",
-    "carried_imports",
-    "create_only_record",
-    "create_only_tags",
-    "lost_lookups",
-    "object_kind",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
     "parse_tags_file",
     "parse_time",
-    "pending_creates",
-    "provider_config",
     "resource_urn",
-    "secret_values",
     "should_skip",
-    "spec_for_stack",
     "stack_info",
     "stack_name",
-    "stack_spec",
     "stack_tags",
-    "stale_create_only_tags",
-    "unprotect_before_up",
 ]
 
-PROJECT = "lb-reconciler"
 TAG_PREFIX = "lbr:"
 CLUSTER_TAG = TAG_PREFIX + "cluster"
 NAMESPACE_TAG = TAG_PREFIX + "namespace"
@@ -116,7 +89,6 @@ KEEP_FIP_TAG = TAG_PREFIX + "keep-fip"  # "true": destroy leaves the floating IP
 # The create-only values the load balancer was made with (reconciler.model.frozen), compact JSON;
 # split over ``lbr:create-only``, ``lbr:create-only-2``, ... when longer than a tag value may be.
 CREATE_ONLY_TAG = TAG_PREFIX + "create-only"
-MAX_TAG_VALUE = 256
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -170,41 +142,6 @@ def output_tags(outputs: Mapping[str, Any]) -> dict[str, str]:
     return tags
 
 
-def create_only_tags(spec: LoadBalancerSpec, outputs: Mapping[str, Any]) -> dict[str, str]:
-    """The tags that record what the load balancer of ``spec`` (as just applied, with these
-    ``outputs``) was made with: a floating IP only when the stack made or associated one."""
-    made = made_with(spec)
-    if made.fip is not None and not outputs.get("floating_ip"):
-        made = CreateOnly(made.lb, None)  # no external network: no floating IP was made
-    text = made.to_text()
-    chunks = [text[i : i + MAX_TAG_VALUE] for i in range(0, len(text), MAX_TAG_VALUE)]
-    return {_chunk_key(i): chunk for i, chunk in enumerate(chunks)}
-
-
-def _chunk_key(index: int) -> str:
-    return CREATE_ONLY_TAG if index == 0 else f"{CREATE_ONLY_TAG}-{index + 1}"
-
-
-def create_only_record(tags: Mapping[str, str]) -> CreateOnly | None:
-    """The record :func:`create_only_tags` wrote; None when there is none (a new stack, or
-    one made before the record existed) or it cannot be read."""
-    parts = []
-    index = 0
-    while _chunk_key(index) in tags:
-        parts.append(tags[_chunk_key(index)])
-        index += 1
-    return CreateOnly.from_text("".join(parts)) if parts else None
-
-
-def stale_create_only_tags(current: Mapping[str, str], put: Mapping[str, str]) -> list[str]:
-    """Chunks of an older, longer record that ``put`` does not overwrite."""
-    return [
-        k
-        for k in current
-        if (k == CREATE_ONLY_TAG or k.startswith(CREATE_ONLY_TAG + "-")) and k not in put
-    ]
-
-
 def outputs_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
     """The outputs a skipped ``ensure`` reports, from the tags :func:`output_tags` wrote; None
     when they are not all there (a stack tagged before ``lbr:vip-address`` existed: read the
@@ -221,73 +158,6 @@ def outputs_from_tags(tags: Mapping[str, str]) -> dict[str, Any] | None:
         "vip_subnet_id": tags.get(VIP_SUBNET_TAG),
         "fip_keep": tags.get(KEEP_FIP_TAG) == "true",
     }
-
-
-@dataclass(frozen=True)
-class StackSpec:
-    """A Service's spec as its stack applies it (:func:`stack_spec`).
-
-    ``spec``: what the program gets. ``requested``: the same before what the cloud chose is
-    filled in (the create-only values to record, :func:`create_only_tags`). ``frozen``: the
-    create-only fields the Service asks to change in vain."""
-
-    spec: LoadBalancerSpec
-    requested: LoadBalancerSpec
-    frozen: tuple[FrozenChange, ...]
-
-
-def stack_spec(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> StackSpec:
-    """``spec`` as this stack must apply it.
-
-    * The stack's own load balancer (tag ``lbr:owns-lb``) named by the ``load-balancer-id``
-      annotation is not a shared one (``LoadBalancerSpec.owning``): the controller writes it.
-    * Create-only fields keep the values the load balancer was made with (tag
-      ``lbr:create-only``, :mod:`reconciler.model.frozen`); each one asked to differ is listed.
-    * The load balancer the stack makes carries the cluster's identity tag (stack tag
-      ``lbr:cluster-id``), OCCM's ``kube_cluster_id_<uid>``.
-    * What the cloud chose once stays chosen: an autodetected VIP subnet (OCCM's "the first
-      Node's subnet", tag ``lbr:vip-subnet``: a Node added later whose name sorts first must
-      change members only, never the VIP), and the floating IP's network and subnet as the
-      program resolved them (tags ``lbr:fip-network``, ``lbr:fip-subnet``: a second external
-      network, or a new subnet matching ``floating-subnet``, must not move the floating IP).
-    """
-    made = create_only_record(tags)
-    requested, changes = freeze(spec.owning(tags.get(OWNS_TAG)), made)
-    spec = requested
-    identity = cluster_id_tag(tags[CLUSTER_ID_TAG]) if tags.get(CLUSTER_ID_TAG) else None
-    if identity and not spec.existing_lb_id and identity not in spec.tags:
-        spec = replace(spec, tags=(*spec.tags, identity))
-    detected = tags.get(VIP_SUBNET_TAG)
-    placed = spec.vip_subnet_id or spec.vip_network_id or spec.vip_port_id
-    if detected and not placed and not spec.existing_lb_id:
-        spec = replace(spec, vip_subnet_id=detected, vip_autodetect_address=None)
-    fip_network = tags.get(FIP_NETWORK_TAG)
-    if made is not None and made.fip is not None and spec.floating_ip is not None and fip_network:
-        resolved = replace(
-            spec.floating_ip,
-            network_id=fip_network,
-            subnet_id=tags.get(FIP_SUBNET_TAG) or None,
-            subnet_name_pattern=None,
-            subnet_tags=None,
-        )
-        spec = replace(spec, floating_ip=resolved)
-    return StackSpec(spec, requested, changes)
-
-
-def spec_for_stack(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> LoadBalancerSpec:
-    """:attr:`StackSpec.spec` of :func:`stack_spec`."""
-    return stack_spec(spec, tags=tags).spec
-
-
-def unprotect_before_up(spec: LoadBalancerSpec, *, tags: Mapping[str, str]) -> list[str]:
-    """Logical names of protected resources that the ``up`` of ``spec`` (as for the stack) is
-    asked to delete: the floating IP of a Service made internal (OCCM deletes it too, unless
-    ``keep-floatingip``). Everything else the program protects stays protected, so an ``up``
-    that would delete or replace it fails instead (docs/engine.md, "Protection")."""
-    made = create_only_record(tags)
-    if made is None or made.fip is None:
-        return []
-    return [] if wants_floating_ip(spec) else ["fip"]
 
 
 @dataclass(frozen=True)
@@ -420,159 +290,8 @@ def stack_info(
     )
 
 
-# cloud.conf [Global] field -> the OpenStack provider's config key, and whether it is secret.
-_PROVIDER_KEYS: tuple[tuple[str, str, bool], ...] = (
-    ("auth_url", "authUrl", False),
-    ("user_id", "userId", False),
-    ("username", "userName", False),
-    ("password", "password", True),
-    ("tenant_id", "tenantId", False),
-    ("tenant_name", "tenantName", False),
-    ("domain_id", "domainId", False),
-    ("domain_name", "domainName", False),
-    ("tenant_domain_id", "projectDomainId", False),
-    ("tenant_domain_name", "projectDomainName", False),
-    ("user_domain_id", "userDomainId", False),
-    ("user_domain_name", "userDomainName", False),
-    ("region", "region", False),
-    ("endpoint_type", "endpointType", False),
-    ("ca_file", "cacertFile", False),
-    ("cert_file", "cert", False),
-    ("key_file", "key", False),
-    ("token", "token", True),
-    ("application_credential_id", "applicationCredentialId", False),
-    ("application_credential_name", "applicationCredentialName", False),
-    ("application_credential_secret", "applicationCredentialSecret", True),
-    ("cloud", "cloud", False),
-)
-
-
-def provider_config(auth: AuthConfig) -> dict[str, tuple[str, bool]]:
-    """``openstack:<key>`` -> (value, secret) for the non-empty fields of ``auth``."""
-    out: dict[str, tuple[str, bool]] = {}
-    for field, key, secret in _PROVIDER_KEYS:
-        raw: Any = getattr(auth, field)
-        value = raw.reveal() if hasattr(raw, "reveal") else str(raw)
-        if value:
-            out[f"openstack:{key}"] = (value, secret)
-    if auth.tls_insecure:
-        out["openstack:insecure"] = ("true", False)
-    return out
-
-
-def secret_values(auth: AuthConfig) -> list[str]:
-    return [v for v, secret in provider_config(auth).values() if secret]
-
-
-@dataclass(frozen=True)
-class PendingCreate:
-    """An object to look for in the cloud: one a pending create (or a create that reported
-    failure) may have made. ``urn`` is the resource's URN, or just its logical name."""
-
-    urn: str
-    type: str  # e.g. openstack:loadbalancer/loadBalancer:LoadBalancer
-    find_by: dict[str, str]  # what identifies it in the cloud: name, or description
-    idempotent: bool  # clear it; the next up applies it again
-
-    @property
-    def name(self) -> str:
-        """The logical name (``lb``, ``listener-tcp-80``), what the program imports it as."""
-        return self.urn.rsplit("::", 1)[-1]
-
-
-_IDEMPOTENT = (
-    "openstack:loadbalancer/members:Members",
-    "openstack:networking/floatingIpAssociate:FloatingIpAssociate",
-    "openstack:networking/portSecGroupAssociate:PortSecGroupAssociate",
-)
-
-
-def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:
-    """The pending creates in an exported deployment (``pulumi stack export``)."""
-    out = []
-    for op in deployment.get("pending_operations") or []:
-        if op.get("type") != "creating":
-            continue
-        resource = op.get("resource") or {}
-        inputs = resource.get("inputs") or {}
-        find_by = {
-            k: str(inputs[k])
-            for k in (
-                "name",
-                "description",
-                "loadbalancerId",
-                "poolId",
-                "listenerId",
-                "protocol",
-                "protocolPort",
-            )
-            if inputs.get(k)
-        }
-        rtype = str(resource.get("type", ""))
-        out.append(
-            PendingCreate(str(resource.get("urn", "")), rtype, find_by, rtype in _IDEMPOTENT)
-        )
-    return out
-
-
-# logical name (stacks/program.py), or its prefix when it ends in "-", -> the cloud collection
-# its ID is in (batch members are imported by their pool's ID, the association by the floating
-# IP's)
-_KINDS = (
-    ("lb", "loadbalancers"),
-    ("fip", "floatingips"),
-    ("fip-association", "floatingips"),
-    ("sg", "security-groups"),
-    ("listener-", "listeners"),
-    ("pool-", "pools"),
-    ("members-", "pools"),
-    ("monitor-", "healthmonitors"),
-)
-
-
-def object_kind(name: str) -> str | None:
-    """The cloud collection of the object a logical name imports (``listener-tcp-80``:
-    ``listeners``); None for names never imported (security group rules, port associations)."""
-    for key, kind in _KINDS:
-        if name == key or (key.endswith("-") and name.startswith(key)):
-            return kind
-    return None
-
-
-LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"
-FIP_TYPE = "openstack:networking/floatingIp:FloatingIp"
-PROTECTED = {"lb": LB_TYPE, "fip": FIP_TYPE}  # logical name -> type, declared `protect`
-
-
 def resource_urn(*, stack_name: str, logical_name: str) -> str:
     """The URN of a protected top-level resource of the program (``lb``, ``fip``)."""
-    return f"urn:pulumi:{stack_name}::{PROJECT}::{PROTECTED[logical_name]}::{logical_name}"
-
-
-def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
-    """The top-level objects of ``spec`` to look for in the cloud when the state lacks them
-    after an ``up`` that did not finish: a create the cloud carried out can still fail (the
-    provider's wait for the new object hit an error) and return no ID, so no pending
-    operation is left either. The load balancer by its name, the floating IP by its
-    description (only one on no port is taken, :meth:`OpenStackRest.find_ids`)."""
-    if spec.existing_lb_id:
-        return []
-    out = [PendingCreate("lb", LB_TYPE, {"name": spec.name}, False)]
-    fip = spec.floating_ip
-    if fip is not None and not spec.internal and fip.description:
-        out.append(PendingCreate("fip", FIP_TYPE, {"description": fip.description}, False))
-    return out
-
-
-def carried_imports(config_text: str, *, key: str) -> dict[str, str]:
-    """The imports an earlier ``up`` was given and did not finish (``key`` in a stack's
-    ``Pulumi.<stack>.yaml``; the engine empties it after a successful ``up``); {} for anything
-    unreadable."""
-    try:
-        config = yaml.safe_load(config_text) or {}
-        raw = json.loads(str((config.get("config") or {}).get(key) or "{}"))
-    except (ValueError, yaml.YAMLError, AttributeError):
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    return {str(k): str(v) for k, v in raw.items() if k and v}
+    return urn_of(
+        stack=stack_name, project=PROJECT, type_token=PROTECTED[logical_name], name=logical_name
+    )

@@ -3,7 +3,7 @@
 :mod:`reconciler.engine.stack` runs the operations; before each one it calls in here to repair what
 an earlier, interrupted operation may have left, and it runs each operation under
 :func:`run_with_deadline`. The decisions (which pending operations to import, which are
-idempotent) are pure functions in :mod:`reconciler.engine.plan`; this module does the effects.
+idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module does the effects.
 
 * **Stale locks** (:func:`clear_stale_locks`, ``file://`` backends only): a lock file under
   ``.pulumi/locks/`` whose process no longer exists *on this host* is removed. Locks of other
@@ -43,9 +43,9 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.engine.errors import InterruptedOperationError, UpTimeoutError
-from reconciler.engine.lost import resolve
+from reconciler.engine.lost import PendingCreate, pending_creates, resolve
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import PROJECT, PendingCreate, object_kind, pending_creates
+from stacks.vocabulary import PROJECT, logical_name, object_kind
 
 __all__ = [
     "Recovered",
@@ -121,7 +121,7 @@ def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
 
 
 def _logical_name(resource: Mapping[str, Any]) -> str:
-    return str(resource.get("urn", "")).rsplit("::", 1)[-1]
+    return logical_name(str(resource.get("urn", "")))
 
 
 class Recovered(NamedTuple):

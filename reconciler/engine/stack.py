@@ -5,8 +5,9 @@ gives the :class:`ServiceStack` of one Service, whose four operations are what t
 calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
 and :meth:`~ServiceStack.refresh`. :meth:`Engine.stacks` lists this cluster's stacks (for the
 housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. Decisions (names,
-tags, skip or not, what a crash left, parsing the listing) are pure functions in
-:mod:`reconciler.engine.plan`; errors are classified in :mod:`reconciler.engine.errors`; crash
+tags, skip or not, parsing the listing) are pure functions in :mod:`reconciler.engine.plan`, the
+spec as the stack applies it in :mod:`reconciler.engine.stack_spec`, what a crash left in
+:mod:`reconciler.engine.lost`; errors are classified in :mod:`reconciler.engine.errors`; crash
 recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
 :mod:`reconciler.engine.recovery`; config, tags and listing in
 :mod:`reconciler.engine.stack_meta`; this module only runs the operations and reports.
@@ -33,7 +34,7 @@ recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
   and a secret the process already wrote is not written again.
 * **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
   host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
-  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.plan`).
+  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
   An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
   called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
   ``interrupt_grace``; the next operation recovers.
@@ -57,29 +58,32 @@ from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import add_tags
+from reconciler.engine.lost import lost_lookups
 from reconciler.engine.plan import (
     HASH_TAG,
     StackInfo,
-    create_only_record,
-    create_only_tags,
-    lost_lookups,
     output_tags,
     outputs_from_tags,
     should_skip,
-    spec_for_stack,
-    stack_spec,
-    stale_create_only_tags,
-    unprotect_before_up,
 )
-from reconciler.engine.preview import PreviewOutcome, ResourceStep, step_from_event
+from reconciler.engine.preview import PreviewOutcome, ResourceStep
+from reconciler.engine.preview_events import step_from_event
 from reconciler.engine.recovery import (
     recover_pending,
 )
 from reconciler.engine.results import EnsureResult
 from reconciler.engine.stack_meta import list_stacks, plain_outputs
+from reconciler.engine.stack_spec import (
+    create_only_record,
+    create_only_tags,
+    spec_for_stack,
+    stack_spec,
+    stale_create_only_tags,
+    unprotect_before_up,
+)
 from reconciler.engine.tags import StackTags, file_tags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
-from stacks.program import (
+from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,
@@ -127,7 +131,7 @@ class ServiceStack(StackHandle):
         self, desired: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
     ) -> EnsureResult:
         """Bring the cloud to ``desired``; nothing happens if it was the last applied spec (its
-        create-only fields kept as made: :func:`reconciler.engine.plan.stack_spec`).
+        create-only fields kept as made: :func:`reconciler.engine.stack_spec.stack_spec`).
 
         ``imports`` ({logical name: cloud ID}) adopts existing objects instead of creating them
         (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.

@@ -3,7 +3,7 @@
 :mod:`reconciler.engine.stack` runs the operations; these helpers write a stack's configuration (the
 spec and the provider's credentials) before an operation, its tags before and after one, and list
 the stacks of this cluster. The decisions and the parsing are pure, in
-:mod:`reconciler.engine.plan`.
+:mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.provider_config`).
 
 * **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
   provider's secret fields with ``pulumi config set --secret`` on stdin, never on a command line.
@@ -38,20 +38,20 @@ from pulumi import automation as auto
 
 from reconciler.engine.plan import (
     CLUSTER_TAG,
-    PROJECT,
     StackInfo,
     StackListing,
     parse_stack_ls,
-    provider_config,
     stack_info,
 )
+from reconciler.engine.provider_config import provider_config
 from reconciler.engine.recovery import alive, lock_dir
 from reconciler.engine.tags import file_tags
 from reconciler.model.spec import LoadBalancerSpec
-from stacks.program import (
+from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,
+    PROJECT,
     RELEASE_KEY,
     SPEC_KEY,
 )

@@ -30,7 +30,8 @@ from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
-from reconciler.engine.plan import PROJECT, parse_tags_file
+from reconciler.engine.plan import parse_tags_file
+from stacks.vocabulary import PROJECT
 
 __all__ = ["StackTags", "file_tags", "stack_exists"]
 

@@ -5,13 +5,16 @@ From pkg/openstack/loadbalancer.go and loadbalancer_sg.go: the load balancer is
 ``i`` (the index of the Service port) are ``listener_<i>_<lb>``, ``pool_<i>_<lb>`` and
 ``monitor_<i>_<lb>``; every name is cut to 255 bytes (``Sprintf255``), the limit of most OpenStack
 name fields. The floating IP description matters beyond looks: OCCM deletes only floating IPs whose
-description contains "Floating IP for Kubernetes external service".
+description contains "Floating IP for Kubernetes external service"
+(:data:`stacks.vocabulary.FIP_DESCRIPTION_MARKER`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from stacks.vocabulary import FIP_DESCRIPTION_MARKER
 
 __all__ = [
     "CLUSTER_ID_TAG_PREFIX",
@@ -70,7 +73,7 @@ def lb_description(*, cluster_name: str, namespace: str, name: str) -> str:
 
 def floating_ip_description(*, cluster_name: str, namespace: str, name: str) -> str:
     service = f"{namespace}/{name}"
-    return f"Floating IP for Kubernetes external service {service} from cluster {cluster_name}"
+    return f"{FIP_DESCRIPTION_MARKER} {service} from cluster {cluster_name}"
 
 
 def security_group_name(*, uid: str, namespace: str, name: str) -> str:
@@ -147,7 +150,7 @@ def floating_ip_to_delete(fip: Mapping[str, Any], *, cluster_name: str) -> bool:
     description = str(fip.get("description") or "")
     tags = [str(t) for t in fip.get("tags") or ()]
     return (
-        description.startswith("Floating IP for Kubernetes external service ")
+        description.startswith(f"{FIP_DESCRIPTION_MARKER} ")
         and description.endswith(f" from cluster {cluster_name}")
         and KEPT_FLOATING_IP_TAG not in tags
     )

@@ -14,16 +14,13 @@ import pytest
 from reconciler.cli.adopt_report import ServiceResult, exit_code, render_json, render_text
 from reconciler.cli.terminal import Style
 from reconciler.engine.adopt import resources_of, rollback_targets
-from reconciler.engine.adopt_plan import (
-    Chain,
-    Found,
+from reconciler.engine.adopt_plan import Chain, Found, plan_adoption
+from reconciler.engine.adopt_preview import judge_preview, unchanged_problems
+from reconciler.engine.ownership import (
     choose_load_balancer,
     foreign_problem,
-    judge_preview,
     not_this_clusters,
-    plan_adoption,
     records_identity,
-    unchanged_problems,
 )
 from reconciler.engine.preview import PreviewOutcome, PropertyChange, ResourceStep
 from reconciler.model import LoadBalancerSpec

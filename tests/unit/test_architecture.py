@@ -2,13 +2,16 @@
 
 Every ``import`` counts, at module level, inside a function or under ``TYPE_CHECKING``: a loop
 through any of them is a loop a reader has to follow. The layers are the ones
-``reconciler/__init__.py`` names; docs/architecture.md draws them.
+``reconciler/__init__.py`` names; docs/architecture.md draws them. The pure decisions do not
+load Pulumi, not even through another module: they are tested, and read, without it.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ SOURCES = ("reconciler", "stacks")
 # lowest first; a module may import its own package and those before it
 LAYERS = [
     "reconciler.cli.terminal",  # imports nothing of the project; the demo prints with it too
+    "stacks.vocabulary",  # imports nothing of the project; the program's words, for every layer
     "reconciler.config",
     "reconciler.model",
     "stacks",
@@ -41,11 +45,31 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for top in SOURCES for p in sorted((ROOT / top).rglob("*.py"))}
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project's modules that ``name`` imports, anywhere in its text."""
+def _nodes(path: Path, *, at_import: bool) -> Iterator[ast.AST]:
+    """The syntax of a module: all of it, or (``at_import``) what Python runs when the module is
+    imported: not the bodies of functions, not ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(), str(path))
+    if not at_import:
+        yield from ast.walk(tree)
+        return
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _imports(name: str, path: Path, known: set[str], *, at_import: bool = False) -> set[str]:
+    """The project's modules that ``name`` imports, anywhere in its text (``at_import``: when it
+    is imported, see :func:`_nodes`)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(path, at_import=at_import):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -66,10 +90,52 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+@functools.cache
+def _graph(*, at_import: bool = False) -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
-    return {name: _imports(name, path, known) for name, path in modules.items()}
+    return {
+        name: _imports(name, path, known, at_import=at_import) for name, path in modules.items()
+    }
+
+
+@functools.cache
+def _third_party(path: Path) -> set[str]:
+    """The top-level names of what a module imports from outside the project when imported."""
+    out: set[str] = set()
+    for node in _nodes(path, at_import=True):
+        if isinstance(node, ast.Import):
+            out |= {a.name.partition(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.partition(".")[0])
+    return out - set(SOURCES)
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """``start`` and every project module it imports, directly or through others, with the
+    packages each is in (their ``__init__`` runs first)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+            parts = module.split(".")
+            todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+    return seen
+
+
+def _pulumi_importers(module: str) -> list[str]:
+    """The modules through which importing ``module`` imports ``pulumi`` or a ``pulumi_*``
+    package (what runs at import: a function's own ``import`` runs when it is called)."""
+    modules = _modules()
+    return sorted(
+        m
+        for m in _reached(_graph(at_import=True), module)
+        if m in modules
+        and any(t == "pulumi" or t.startswith("pulumi_") for t in _third_party(modules[m]))
+    )
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -140,6 +206,51 @@ def test_packages_import_only_lower_layers() -> None:
     assert wrong == []
 
 
+# the pure decisions and the data they decide over: no Pulumi, directly or through another module
+PURE = [
+    "stacks.vocabulary",
+    "stacks.shared",
+    "reconciler.engine.plan",
+    "reconciler.engine.stack_spec",
+    "reconciler.engine.provider_config",
+    "reconciler.engine.lost",
+    "reconciler.engine.preview",
+    "reconciler.engine.adopt_plan",
+    "reconciler.engine.ownership",
+    "reconciler.engine.adopt_preview",
+    "reconciler.cli.preview_plan",
+    "reconciler.cli.preview_report",
+    "reconciler.cli.sweep_plan",
+    "reconciler.cli.stacks_report",
+]
+
+
+PURE_PACKAGES = ("reconciler.config", "reconciler.model")  # every module of them
+
+
+@pytest.mark.parametrize(
+    "module",
+    PURE + sorted(m for m in _modules() if m.startswith(PURE_PACKAGES) and m.count(".") < 3),
+)
+def test_pure_modules_do_not_import_pulumi(module: str) -> None:
+    assert _pulumi_importers(module) == []
+
+
+def test_the_pulumi_finder_finds_it() -> None:
+    # the check above can fail: the program imports pulumi itself, the engine through others
+    assert _pulumi_importers("stacks.program") == [
+        "stacks.lookups",
+        "stacks.program",
+        "stacks.resources",
+    ]
+    assert "reconciler.engine.preview_events" in _pulumi_importers("reconciler.engine.stack")
+
+
+@pytest.mark.parametrize("module", ["reconciler.cli.terminal", "stacks.vocabulary"])
+def test_the_lowest_modules_import_nothing_of_the_project(module: str) -> None:
+    assert _graph()[module] == set()
+
+
 def test_every_module_is_in_a_layer() -> None:
     outside = [m for m in _modules() if m != "reconciler" and _layer(m) < 0]
     assert outside == []
@@ -151,7 +262,8 @@ def test_the_root_package_holds_no_modules() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", [p for p in LAYERS if p.startswith("reconciler.") and p.count(".") == 1]
+    "package",
+    [p for p in LAYERS if (p.startswith("reconciler.") and p.count(".") == 1) or p == "stacks"],
 )
 def test_each_package_says_what_it_holds(package: str) -> None:
     path = ROOT / package.replace(".", "/")

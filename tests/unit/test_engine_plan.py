@@ -13,24 +13,20 @@ from reconciler.engine.errors import (
     QuotaError,
     error_class,
 )
+from reconciler.engine.lost import carried_imports, lost_lookups, pending_creates
 from reconciler.engine.plan import (
     HASH_TAG,
     OWNS_TAG,
     VIP_SUBNET_TAG,
-    carried_imports,
-    lost_lookups,
-    object_kind,
     output_tags,
     outputs_from_tags,
-    pending_creates,
-    provider_config,
-    secret_values,
     should_skip,
-    spec_for_stack,
     stack_name,
     stack_tags,
 )
+from reconciler.engine.provider_config import provider_config, secret_values
 from reconciler.engine.redact import redact
+from reconciler.engine.stack_spec import spec_for_stack
 from tests.unit.model_helpers import UUID1, UUID2, spec_of
 
 SAFE = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
@@ -242,20 +238,3 @@ def test_an_autodetected_vip_subnet_is_kept_once_detected() -> None:
     assert kept.vip_autodetect_address is None
     # before the first up nothing was detected: the spec is applied as built
     assert spec_for_stack(node_a, tags={}) == node_a
-
-
-def test_object_kind_of_each_importable_logical_name() -> None:
-    kinds = {
-        "lb": "loadbalancers",
-        "listener-tcp-80": "listeners",
-        "pool-udp-53": "pools",
-        "members-tcp-80": "pools",  # batch members import by their pool's ID
-        "monitor-tcp-80": "healthmonitors",
-        "fip": "floatingips",
-        "fip-association": "floatingips",
-        "sg": "security-groups",
-    }
-    assert {name: object_kind(name) for name in kinds} == kinds
-    assert object_kind("sg-rule-tcp-80-80-ipv4-10.0.0.0/24") is None
-    assert object_kind("sg-port-10.0.0.11") is None
-    assert object_kind("lbx") is None

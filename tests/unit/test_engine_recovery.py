@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.engine.errors import InterruptedOperationError
-from reconciler.engine.plan import PROJECT
 from reconciler.engine.recovery import repair_torn_sidecars, run_with_deadline
+from stacks.vocabulary import PROJECT
 
 
 def _stacks(root: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Create-only fields (reconciler/model/frozen.py and engine_plan.stack_spec): what the load
+"""Create-only fields (reconciler/model/frozen.py and engine/stack_spec.py): what the load
 balancer was made with stays; each edit of such a field is listed, and hashes like no edit."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from reconciler.engine.plan import (
     FIP_NETWORK_TAG,
     FIP_SUBNET_TAG,
     OWNS_TAG,
+    output_tags,
+)
+from reconciler.engine.stack_spec import (
     create_only_record,
     create_only_tags,
-    output_tags,
     stack_spec,
     stale_create_only_tags,
     unprotect_before_up,

@@ -179,3 +179,50 @@ def test_adoptable_names_are_what_the_program_declares(
     spec = spec_of(annotations, config=config, **extra)
     declared = {r.name for r in run(spec).resources if not r.typ.endswith(_NOT_IMPORTED)}
     assert declared == adoptable_names(spec)
+
+
+class _NodePortMocks(Mocks):
+    """Every Node address has a Neutron port, so the security group is attached to it."""
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
+        if args.token.endswith("getPort"):
+            self.calls.append(args.token)
+            return {"id": f"port-{args.args.get('fixedIp')}"}, []
+        return super().call(args)
+
+
+def test_every_resource_is_declared_as_the_vocabulary_spells_it(config: Any) -> None:
+    """The engine finds, imports and deletes the program's objects by the logical names and type
+    tokens of stacks.vocabulary: each must be what the program declares and the SDK sends."""
+    from stacks import vocabulary as v
+    from stacks.program import declare
+
+    config = with_overrides(config, manage_security_groups=True)
+    spec = spec_of(config=config)
+    assert spec.security_group is not None
+    mocks = _NodePortMocks()
+    pulumi.runtime.set_mocks(mocks, preview=False)
+    pulumi.runtime.test(lambda: declare(spec))()
+    types = {r.name: r.typ for r in mocks.resources}
+    key = v.logical_suffix(spec.listeners[0])
+    assert key == "tcp-8765"
+    named = {
+        v.LB: v.LB_TYPE,
+        v.listener_name(key): v.LISTENER_TYPE,
+        v.pool_name(key): v.POOL_TYPE,
+        v.members_name(key): v.MEMBERS_TYPE,
+        v.monitor_name(key): v.MONITOR_TYPE,
+        v.FIP: v.FIP_TYPE,
+        v.FIP_ASSOCIATION: v.FIP_ASSOCIATION_TYPE,
+        v.SECURITY_GROUP: v.SECURITY_GROUP_TYPE,
+    }
+    assert {name: types.get(name) for name in named} == named
+    rest = {name: t for name, t in types.items() if name not in named}
+    rules = {n for n in rest if n.startswith(v.SG_RULE_PREFIX)}
+    ports = {n for n in rest if n.startswith(v.SG_PORT_PREFIX)}
+    assert rules
+    assert ports
+    assert rules | ports == set(rest)
+    assert {rest[n] for n in rules} == {v.SECURITY_GROUP_RULE_TYPE}
+    assert {rest[n] for n in ports} == {v.PORT_SG_TYPE}
+    assert v.PROTECTED == {v.LB: v.LB_TYPE, v.FIP: v.FIP_TYPE}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from stacks.lookups import SharedLoadBalancer
-from stacks.shared import shared_problems
+from stacks.shared import SharedLoadBalancer, shared_problems
 from tests.unit.model_helpers import UUID2, spec_of
 
 A = "loadbalancer.openstack.org/"

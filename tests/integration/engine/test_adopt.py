@@ -16,7 +16,8 @@ import pytest
 
 from reconciler.engine.adopt import AdoptionFailedError, adopt, held_resources
 from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import AdoptionPlan, judge_preview, plan_adoption
+from reconciler.engine.adopt_plan import AdoptionPlan, plan_adoption
+from reconciler.engine.adopt_preview import judge_preview
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.model import LoadBalancerSpec

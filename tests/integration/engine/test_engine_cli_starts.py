@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from reconciler.engine import tags as engine_tags
-from reconciler.engine.plan import HASH_TAG, create_only_tags
+from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
+from reconciler.engine.stack_spec import create_only_tags
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for

@@ -17,7 +17,7 @@ import pytest
 
 from reconciler.engine import stack as engine_module
 from reconciler.engine.errors import EngineError, InvalidConfigError
-from reconciler.engine.plan import StackSpec
+from reconciler.engine.stack_spec import StackSpec
 from tests.integration.engine.conftest import Env, only, service, spec_for
 
 A = "loadbalancer.openstack.org/"

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from reconciler.engine.plan import provider_config
+from reconciler.engine.provider_config import provider_config
 from reconciler.model import LoadBalancerSpec
 from stacks import lookups
+from stacks.vocabulary import INVALID_SPEC_MARKER
 from tests import occm
 from tests.integration.engine.conftest import Env, service, spec_for
 
@@ -97,7 +98,7 @@ def test_wrong_family_is_an_invalid_spec(
     env: Env, nets: dict[str, str], tmp_path: Path, family: str, vip: dict[str, str], says: str
 ) -> None:
     spec = _spec(env, family, **{k: nets[v] for k, v in vip.items()})
-    with pytest.raises(auto.CommandError, match=lookups.INVALID_MARKER + ".*" + says):
+    with pytest.raises(auto.CommandError, match=INVALID_SPEC_MARKER + ".*" + says):
         _check(env, tmp_path, spec)
 
 

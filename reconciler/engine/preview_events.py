@@ -1,0 +1,80 @@
+"""A preview's engine events as data: each ``ResourcePreEvent`` -> a
+:class:`~reconciler.engine.preview.ResourceStep`. Pure, over Pulumi's event types.
+
+Property values are taken from the step's old and new *inputs*; an old input that was not set
+(the cloud chose the value, as a floating IP's address) is taken from the old *outputs*, the
+value in the cloud now. Secret values (Pulumi's secret envelope) are never copied, only marked
+``"[secret]"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi.automation import events
+
+from reconciler.engine.preview import PropertyChange, ResourceStep
+from stacks.vocabulary import logical_name
+
+__all__ = ["step_from_event"]
+
+# Pulumi's special-value envelope: {SIG_KEY: SECRET_SIG, "value": ...} is a secret
+SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if value.get(SIG_KEY) == SECRET_SIG:
+            return "[secret]"
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _lookup(inputs: Mapping[str, Any] | None, path: str) -> Any:
+    """The value at a Pulumi property path (``name``, ``tags[0]``, ``persistence.type``)."""
+    value: Any = inputs or {}
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return _plain(value)
+
+
+def step_from_event(meta: events.StepEventMetadata) -> ResourceStep:
+    """One engine step as data (no secret value is copied)."""
+    old_inputs = meta.old.inputs if meta.old is not None else None
+    old_outputs = meta.old.outputs if meta.old is not None else None
+    new_inputs = meta.new.inputs if meta.new is not None else None
+
+    def old(path: str) -> Any:
+        """The old input; when it was not set (the cloud chose it, such as a floating IP's
+        address), the value the cloud has now, from the old outputs."""
+        value = _lookup(old_inputs, path)
+        return _lookup(old_outputs, path) if value is None else value
+
+    changes: list[PropertyChange] = []
+    if meta.detailed_diff:
+        for path, diff in sorted(meta.detailed_diff.items()):
+            changes.append(
+                PropertyChange(path, diff.diff_kind.value, old(path), _lookup(new_inputs, path))
+            )
+    elif meta.diffs:
+        replace = set(meta.keys or ())
+        for path in sorted(meta.diffs):
+            kind = "update-replace" if path in replace else "update"
+            changes.append(PropertyChange(path, kind, old(path), _lookup(new_inputs, path)))
+    old_id = meta.old.id if meta.old is not None else None
+    return ResourceStep(
+        name=logical_name(meta.urn),
+        type=meta.type,
+        op=meta.op.value,
+        changes=tuple(changes),
+        replace_keys=tuple(sorted(meta.keys or ())),
+        old_id=str(old_id) if old_id else None,
+    )
