@@ -304,3 +304,12 @@ def test_paths_the_package_finds_beside_itself_exist() -> None:
 
     assert toolchain.BUILD_SCRIPT.is_file()
     assert (demo.DEPLOY / "rbac.yaml").is_file()
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _modules().values()
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}
