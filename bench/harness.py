@@ -30,9 +30,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -57,7 +55,7 @@ from emulator.timing import TimingProfile
 from emulator.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
-from reconciler.engine.recovery import descendants, send_signal, start_time
+from reconciler.engine.recovery import kill_tree
 from reconciler.local.demo import NODES, Demo, stop_process
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain, find_toolchain
@@ -266,12 +264,7 @@ class Environment:
         process in it. ``pulumi`` starts its plugins in process groups of their own, so
         signalling the controller's group alone would leave them running, re-parented."""
         if self.controller is not None:
-            tree = descendants(self.controller.pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.controller.pid, signal.SIGKILL)
-            for pid, started in tree:
-                if start_time(pid) == started:  # the same process, not a reused PID
-                    send_signal(pid, signal.SIGKILL)
+            kill_tree(self.controller.pid)
             self.controller.wait(timeout=30)
             self.controller = None
 

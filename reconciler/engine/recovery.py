@@ -331,6 +331,22 @@ def descendants(pid: int) -> set[tuple[int, str]]:
     return found
 
 
+def kill_tree(pid: int) -> set[tuple[int, str]]:
+    """SIGKILL the process group led by ``pid`` and every descendant of ``pid``, as a
+    container's end kills every process in it; return the descendants (PID, start time).
+
+    ``pulumi`` starts each plugin in a process group of its own, so signalling the group alone
+    would leave the plugins running, re-parented. A descendant is signalled only while its start
+    time still matches (the same process, not a reused PID)."""
+    tree = descendants(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    for child, started in tree:
+        if start_time(child) == started:
+            send_signal(child, signal.SIGKILL)
+    return tree
+
+
 def children_running(*, stack_name: str) -> list[int]:
     """PIDs of this process's ``pulumi`` children working on ``stack_name``."""
     me = os.getpid()

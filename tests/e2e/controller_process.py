@@ -10,7 +10,6 @@ The process authenticates with a ServiceAccount token bound to the RBAC of ``dep
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from typing import Any
 
 import requests
 
+from reconciler.engine.recovery import kill_tree, start_time
 from reconciler.local.toolchain import Toolchain
 
 PASSPHRASE = "e2e-process-passphrase"
@@ -137,13 +137,14 @@ class ControllerProcess:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def kill(self) -> None:
-        """SIGKILL the process group: the controller, its pulumi children and their plugins."""
+        """SIGKILL the controller, its pulumi children and their plugins (each plugin leads a
+        process group of its own: the controller's group alone would leave them running)."""
         if self.proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        tree = kill_tree(self.proc.pid)
         self.proc.wait(timeout=30)
         _wait_group_gone(self.proc.pid)
+        _wait_gone(tree)
 
     def terminate(self, *, timeout: float = 60.0) -> int:
         """SIGTERM (a pod deletion) and wait; returns the exit code."""
@@ -170,6 +171,15 @@ def group_members(pgid: int) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             found.append(int(entry.name))
     return found
+
+
+def _wait_gone(tree: set[tuple[int, str]], timeout: float = 30.0) -> None:
+    """Until none of these processes (PID, start time) is alive; a leak fails the test."""
+    deadline = time.monotonic() + timeout
+    while left := [pid for pid, started in tree if start_time(pid) == started]:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes {left} of the controller still run after SIGKILL")
+        time.sleep(0.1)
 
 
 def _wait_group_gone(pgid: int, timeout: float = 30.0) -> None:
