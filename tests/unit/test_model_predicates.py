@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 
 from reconciler.model import FINALIZER, needs_cleanup, needs_update, wants_load_balancer
-from tests.unit.k8s_objects import EXAMPLE_SERVICE
+from tests.builders import example_service as svc
 
 Svc = dict[str, Any]
-
-
-def svc(**spec: Any) -> Svc:
-    s = copy.deepcopy(EXAMPLE_SERVICE)
-    s["spec"].update(spec)
-    return s
 
 
 @pytest.mark.parametrize(
@@ -42,23 +36,15 @@ def test_wants_load_balancer(
     assert wants_load_balancer(service, owned_classes=owned, serve_default=default) is wants
 
 
-def _with(service: Svc, *, finalizer: bool = False, deleting: bool = False) -> Svc:
-    if finalizer:
-        service["metadata"]["finalizers"] = [FINALIZER]
-    if deleting:
-        service["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    return service
-
-
 @pytest.mark.parametrize(
     ("service", "cleanup"),
     [
-        (_with(svc()), False),
-        (_with(svc(), finalizer=True), False),
-        (_with(svc(), finalizer=True, deleting=True), True),
-        (_with(svc(), deleting=True), False),  # no finalizer: nothing of ours to clean
-        (_with(svc(type="ClusterIP"), finalizer=True), True),
-        (_with(svc(type="ClusterIP")), False),
+        (svc(), False),
+        (svc(finalizers=[FINALIZER]), False),
+        (svc(finalizers=[FINALIZER], deleting=True), True),
+        (svc(deleting=True), False),  # no finalizer: nothing of ours to clean
+        (svc(type="ClusterIP", finalizers=[FINALIZER]), True),
+        (svc(type="ClusterIP"), False),
     ],
 )
 def test_needs_cleanup(service: Svc, cleanup: bool) -> None:
