@@ -10,8 +10,8 @@ import pytest
 import requests
 from openstack import exceptions
 
-from emulator.cloud import CloudConfig
-from emulator.server import EmulatorHandle, start
+from emulator.server import EmulatorHandle
+from tests.emulated import connect, running_emulator
 from tests.integration.emulator.conftest import Admin, wait_until
 
 
@@ -225,26 +225,14 @@ def test_lb_that_goes_to_error(conn: Any, admin: Admin, topo: dict[str, Any]) ->
 
 
 def test_restart_keeps_state(tmp_path: Any) -> None:
-    config = CloudConfig(state_file=tmp_path / "cloud.db")
-    first = start(config=config)
-    topo = first.topology()
-    kwargs = {
-        "username": topo["username"],
-        "password": topo["password"],
-        "project_name": topo["project_name"],
-        "user_domain_name": "Default",
-        "project_domain_name": "Default",
-        "region_name": topo["region_name"],
-    }
-    conn = openstack.connect(auth_url=first.auth_url, **kwargs)
-    lb = conn.load_balancer.create_load_balancer(name="kept", vip_subnet_id=topo["subnet_id"])
-    first.stop()
-    second = start(config=config)
-    try:
-        conn2 = openstack.connect(auth_url=second.auth_url, **kwargs)
+    state_file = tmp_path / "cloud.db"
+    with running_emulator(state_file=state_file) as first:
+        topo = first.topology()
+        conn = connect(topo)
+        lb = conn.load_balancer.create_load_balancer(name="kept", vip_subnet_id=topo["subnet_id"])
+    with running_emulator(state_file=state_file) as second:
+        conn2 = connect(second.topology())
         got = wait_until(lambda: conn2.load_balancer.find_load_balancer("kept"))
         assert got.id == lb.id
         port = conn2.network.get_port(got.vip_port_id)
         assert port.fixed_ips[0]["ip_address"] == got.vip_address
-    finally:
-        second.stop()

@@ -21,7 +21,9 @@ from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.model import LoadBalancerSpec
 from tests import occm
-from tests.integration.engine.conftest import CLUSTER, Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
@@ -47,7 +49,7 @@ def untouched(env: Env, stack: ServiceStack, engine: Engine) -> None:
 
 
 def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env) -> None:
-    conn = occm.connect(env.topo)
+    conn = connect(env.topo)
     made = occm.make(
         conn,
         env.topo,
@@ -58,7 +60,7 @@ def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env)
         nodes=WORKERS,
     )
     config = env.config()
-    svc = service(
+    svc = stored_service(
         "web",
         ports=[
             {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080},
@@ -145,7 +147,7 @@ def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env)
 
 
 def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None:
-    conn = occm.connect(env.topo)
+    conn = connect(env.topo)
     least = occm.make(
         conn,
         env.topo,
@@ -170,7 +172,7 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
         before = occm.snapshot(env.cloud.inventory())
 
         # another algorithm: an in-place update of the pool, refused unless allowed
-        spec = spec_for(service("least"), config)
+        spec = spec_for(stored_service("least"), config)
         stack = engine.stack(service=spec.service)
         plan = planned(engine, spec)
         outcome = stack.preview(plan.spec, imports=plan.imports)
@@ -182,7 +184,7 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
         assert judge_preview(plan, outcome, allow_updates=True) == []
 
         # an HTTP listener where the Service wants TCP: a replacement, always refused
-        spec = spec_for(service("http", ports=[{"port": 80, "nodePort": 30081}]), config)
+        spec = spec_for(stored_service("http", ports=[{"port": 80, "nodePort": 30081}]), config)
         other = engine.stack(service=spec.service)
         plan = planned(engine, spec)
         outcome = other.preview(plan.spec, imports=plan.imports)
@@ -201,7 +203,7 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
 
 
 def test_an_import_that_fails_half_way_is_undone(env: Env) -> None:
-    conn = occm.connect(env.topo)
+    conn = connect(env.topo)
     made = occm.make(
         conn,
         env.topo,
@@ -213,7 +215,7 @@ def test_an_import_that_fails_half_way_is_undone(env: Env) -> None:
         floating_ip=False,  # the adoption creates one, and must destroy it when undone
     )
     config = env.config()
-    svc = service("flaky", annotations={A + "enable-health-monitor": "true"})
+    svc = stored_service("flaky", annotations={A + "enable-health-monitor": "true"})
     spec = spec_for(svc, config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
