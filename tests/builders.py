@@ -47,6 +47,9 @@ Node's ``kubernetes.io/hostname`` label and ``openstack:///<name>`` provider ID.
 WEB_PORTS: Final = ({"port": 80, "targetPort": 8080, "protocol": "TCP"},)
 """The ports of :func:`make_service` unless told otherwise."""
 
+HTTP_PORTS: Final = ({"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},)
+""":data:`WEB_PORTS` with the port named ``http``."""
+
 STORED_PORTS: Final = ({"port": 80, "protocol": "TCP", "nodePort": 30080},)
 """The ports of :func:`stored_service` unless told otherwise."""
 
