@@ -192,24 +192,26 @@ def test_the_kubeconfig_authenticates_as_the_service_account_not_as_admin(
     assert out == SA
 
 
-@pytest.mark.parametrize(("verb", "resource", "ns"), ALLOWED)
-def test_can_i_what_the_controller_does(
-    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
+@pytest.mark.parametrize(
+    ("verb", "resource", "ns", "answer"),
+    [
+        *(pytest.param(*case, (0, "yes"), id="-".join(("allowed", *case))) for case in ALLOWED),
+        *(pytest.param(*case, (1, "no"), id="-".join(("denied", *case))) for case in DENIED),
+    ],
+)
+def test_can_i_what_the_controller_does_and_nothing_more(
+    sa_kubeconfig: Path,
+    toolchain: Toolchain,
+    test_ns: str,
+    verb: str,
+    resource: str,
+    ns: str,
+    answer: tuple[int, str],
 ) -> None:
     code, out = kubectl(
         toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
     )
-    assert (code, out.splitlines()[-1] if out else "") == (0, "yes"), out
-
-
-@pytest.mark.parametrize(("verb", "resource", "ns"), DENIED)
-def test_can_i_nothing_more(
-    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
-) -> None:
-    code, out = kubectl(
-        toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
-    )
-    assert (code, out.splitlines()[-1] if out else "") == (1, "no"), out
+    assert (code, out.splitlines()[-1] if out else "") == answer, out
 
 
 def test_impersonated_can_i_agrees(installed: LocalControlPlane, toolchain: Toolchain) -> None:

@@ -143,23 +143,17 @@ def test_neutron_filters_tags_pagination_and_fields(conn: Any, topo: dict[str, A
 
 def test_security_groups(conn: Any) -> None:
     sg = conn.network.create_security_group(name="lb-sg")
-    rule = conn.network.create_security_group_rule(
-        security_group_id=sg.id,
-        direction="ingress",
-        protocol="tcp",
-        port_range_min=80,
-        port_range_max=80,
-        remote_ip_prefix="0.0.0.0/0",
-    )
-    with pytest.raises(exceptions.ConflictException):
-        conn.network.create_security_group_rule(
-            security_group_id=sg.id,
-            direction="ingress",
-            protocol="tcp",
-            port_range_min=80,
-            port_range_max=80,
-            remote_ip_prefix="0.0.0.0/0",
-        )
+    tcp_80 = {
+        "security_group_id": sg.id,
+        "direction": "ingress",
+        "protocol": "tcp",
+        "port_range_min": 80,
+        "port_range_max": 80,
+        "remote_ip_prefix": "0.0.0.0/0",
+    }
+    rule = conn.network.create_security_group_rule(**tcp_80)
+    with pytest.raises(exceptions.ConflictException):  # the same rule again
+        conn.network.create_security_group_rule(**tcp_80)
     rules = conn.network.get_security_group(sg.id).security_group_rules
     assert rule.id in {r["id"] for r in rules}
     conn.network.delete_security_group(sg)

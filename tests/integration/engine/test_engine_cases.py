@@ -81,16 +81,55 @@ def test_basic_tcp_with_load_balancer_ip_and_vip_autodetect(env: Env) -> None:
             conn.network.delete_port(port)
 
 
-def test_x_forwarded_for(env: Env) -> None:
+TLS_REF = "https://barbican.example/v1/containers/3f1b7d0e-8a55-4f39-9a43-1f1c2b2a9c11"
+
+
+@pytest.mark.parametrize(
+    ("name", "annotations", "ports", "listener", "pool_protocol"),
+    [
+        pytest.param(
+            "xff",
+            {A + "x-forwarded-for": "true"},
+            None,
+            {"protocol": "HTTP", "insert_headers": {"X-Forwarded-For": "true"}},
+            "HTTP",
+            id="x-forwarded-for",
+        ),
+        pytest.param(
+            "proxy",
+            {A + "proxy-protocol": "v2"},
+            None,
+            {"protocol": "TCP"},
+            "PROXYV2",
+            id="proxy-protocol-v2",
+        ),
+        pytest.param(
+            "tls",
+            {A + "default-tls-container-ref": TLS_REF},
+            [{"port": 443, "protocol": "TCP", "nodePort": 30443}],
+            {"protocol": "TERMINATED_HTTPS", "default_tls_container_ref": TLS_REF},
+            "HTTP",
+            id="tls-termination",
+        ),
+    ],
+)
+def test_listener_and_pool_protocols(
+    env: Env,
+    name: str,
+    annotations: dict[str, str],
+    ports: list[dict[str, Any]] | None,
+    listener: dict[str, Any],
+    pool_protocol: str,
+) -> None:
+    """An annotation that changes the protocols: the listener's fields, the pool's protocol."""
     config = env.config()
-    svc = stored_service("xff", annotations={A + "x-forwarded-for": "true"})
+    svc = stored_service(name, ports=ports, annotations=annotations)
     stack = env.stack(config, svc)
     stack.ensure(spec_for(svc, config))
     _lb, inv = lb_records(env)
-    listener = only(inv["listeners"])
-    assert listener["protocol"] == "HTTP"
-    assert listener["insert_headers"] == {"X-Forwarded-For": "true"}
-    assert only(inv["pools"])["protocol"] == "HTTP"
+    got = only(inv["listeners"])
+    assert {field: got[field] for field in listener} == listener
+    assert only(inv["pools"])["protocol"] == pool_protocol
     stack.delete()
 
 
@@ -185,37 +224,6 @@ def test_source_ranges(env: Env) -> None:
     assert stack.ensure(spec_for(svc2, config)).changed
     _lb, inv = lb_records(env)
     assert only(inv["listeners"])["allowed_cidrs"] == ["192.0.2.0/24"]
-    stack.delete()
-
-
-def test_proxy_protocol_v2(env: Env) -> None:
-    config = env.config()
-    svc = stored_service("proxy", annotations={A + "proxy-protocol": "v2"})
-    stack = env.stack(config, svc)
-    stack.ensure(spec_for(svc, config))
-    _lb, inv = lb_records(env)
-    assert only(inv["listeners"])["protocol"] == "TCP"
-    assert only(inv["pools"])["protocol"] == "PROXYV2"
-    stack.delete()
-
-
-def test_tls_termination(env: Env) -> None:
-    config = env.config()
-    ref = "https://barbican.example/v1/containers/3f1b7d0e-8a55-4f39-9a43-1f1c2b2a9c11"
-    svc = stored_service(
-        "tls",
-        ports=[{"port": 443, "protocol": "TCP", "nodePort": 30443}],
-        annotations={A + "default-tls-container-ref": ref},
-    )
-    stack = env.stack(config, svc)
-    stack.ensure(spec_for(svc, config))
-    _lb, inv = lb_records(env)
-    listener = only(inv["listeners"])
-    assert (listener["protocol"], listener["default_tls_container_ref"]) == (
-        "TERMINATED_HTTPS",
-        ref,
-    )
-    assert only(inv["pools"])["protocol"] == "HTTP"
     stack.delete()
 
 
