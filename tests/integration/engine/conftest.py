@@ -11,7 +11,7 @@ nothing created that the test did not delete.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from reconciler.engine.stack import Engine, EngineSettings, ServiceStack
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
+from tests import occm
 from tests.builders import make_node
 from tests.emulated import (
     EmulatorAdmin,
@@ -56,10 +57,9 @@ def cloud(emu: EmulatorHandle) -> Cloud:
     return Cloud(emu)
 
 
-NODES = [
-    make_node("worker-a", internal="10.0.0.11", hostname=False),
-    make_node("worker-b", internal="10.0.0.12", hostname=False),
-]
+WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
+"""The cluster's Nodes, (name, InternalIP): the members of its load balancers."""
+NODES = [make_node(name, internal=address, hostname=False) for name, address in WORKERS]
 
 
 def spec_for(svc: dict[str, Any], config: CloudConfig, nodes: list[dict[str, Any]] | None = None):  # type: ignore[no-untyped-def]
@@ -103,6 +103,39 @@ class Env:
     def stack(self, config: CloudConfig, svc: dict[str, Any], **overrides: Any) -> ServiceStack:
         spec = spec_for(svc, config)
         return self.engine(config, **overrides).stack(service=spec.service)
+
+
+def occm_made(
+    env: Env,
+    conn: Any,
+    name: str,
+    ports: Sequence[occm.Port],
+    *,
+    namespace: str = "default",
+    nodes: Sequence[tuple[str, str]] = WORKERS,
+    floating_ip: bool = True,
+) -> occm.OccmLoadBalancer:
+    """What OCCM of this cluster (``CLUSTER``) left for Service ``<namespace>/<name>``: the
+    load balancer of :func:`tests.occm.make`, members on ``nodes``."""
+    return occm.make(
+        conn,
+        env.topo,
+        cluster=CLUSTER,
+        namespace=namespace,
+        name=name,
+        ports=ports,
+        nodes=nodes,
+        floating_ip=floating_ip,
+    )
+
+
+@pytest.fixture
+def commands_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The environment of the ``lb-reconciler`` commands a test runs: this suite's passphrase,
+    no ``PULUMI_BACKEND_URL`` (the state dir's own backend)."""
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    return monkeypatch
 
 
 @pytest.fixture

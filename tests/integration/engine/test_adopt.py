@@ -23,10 +23,9 @@ from reconciler.model import LoadBalancerSpec
 from tests import occm
 from tests.builders import stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import CLUSTER, Env, only, spec_for
+from tests.integration.engine.conftest import Env, occm_made, only, spec_for
 
 A = "loadbalancer.openstack.org/"
-WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
 
 
 def planned(engine: Engine, spec: LoadBalancerSpec) -> AdoptionPlan:
@@ -50,15 +49,7 @@ def untouched(env: Env, stack: ServiceStack, engine: Engine) -> None:
 
 def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env) -> None:
     conn = connect(env.topo)
-    made = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="web",
-        ports=[occm.Port("TCP", 80, 30080), occm.Port("TCP", 8080, 30808)],
-        nodes=WORKERS,
-    )
+    made = occm_made(env, conn, "web", [occm.Port("TCP", 80, 30080), occm.Port("TCP", 8080, 30808)])
     config = env.config()
     svc = stored_service(
         "web",
@@ -148,24 +139,13 @@ def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env)
 
 def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None:
     conn = connect(env.topo)
-    least = occm.make(
+    least = occm_made(
+        env,
         conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="least",
-        ports=[occm.Port("TCP", 80, 30080, monitor=False, lb_algorithm="LEAST_CONNECTIONS")],
-        nodes=WORKERS,
+        "least",
+        [occm.Port("TCP", 80, 30080, monitor=False, lb_algorithm="LEAST_CONNECTIONS")],
     )
-    http = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="http",
-        ports=[occm.Port("HTTP", 80, 30081, monitor=False)],
-        nodes=WORKERS,
-    )
+    http = occm_made(env, conn, "http", [occm.Port("HTTP", 80, 30081, monitor=False)])
     try:
         config = env.config()
         engine = env.engine(config)
@@ -204,14 +184,11 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
 
 def test_an_import_that_fails_half_way_is_undone(env: Env) -> None:
     conn = connect(env.topo)
-    made = occm.make(
+    made = occm_made(
+        env,
         conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="flaky",
-        ports=[occm.Port("TCP", 80, 30080)],
-        nodes=WORKERS,
+        "flaky",
+        [occm.Port("TCP", 80, 30080)],
         floating_ip=False,  # the adoption creates one, and must destroy it when undone
     )
     config = env.config()

@@ -24,7 +24,7 @@ from reconciler.model import naming
 from tests import occm
 from tests.builders import make_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, kube_fixture
+from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made
 
 NS = "ids-adopt"
 THEIRS = "0d7e9c1a-5b8f-4e0b-9a3c-2f4d6e8a0b1c"
@@ -67,15 +67,7 @@ def make_tagged(conn: Any, env: Env, kube: KubeApi, name: str, identity: str) ->
     )
     svc = kube.create(f"/api/v1/namespaces/{NS}/services", body)
     port = occm.Port("TCP", 80, svc["spec"]["ports"][0]["nodePort"], monitor=False)
-    made = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace=NS,
-        name=name,
-        ports=[port],
-        nodes=cluster_nodes(kube),
-    )
+    made = occm_made(env, conn, name, [port], namespace=NS, nodes=cluster_nodes(kube))
     if identity:
         conn.load_balancer.update_load_balancer(
             made.lb_id, tags=[made.name, naming.cluster_id_tag(identity)]
@@ -89,10 +81,8 @@ def test_adopt_takes_only_this_clusters_load_balancers(
     kube: KubeApi,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     ours_id = kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
     conn = connect(env.topo)
     made = []

@@ -24,7 +24,7 @@ from reconciler.engine.stack import Engine, ServiceStack
 from tests import occm
 from tests.builders import make_service, stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import CLUSTER, NODES, PASSPHRASE, Env, spec_for
+from tests.integration.engine.conftest import CLUSTER, NODES, Env, occm_made, spec_for
 
 A = "loadbalancer.openstack.org/"
 MONITOR = {A + "enable-health-monitor": "true"}
@@ -69,11 +69,12 @@ class Preview:
 
 @pytest.fixture
 def preview(
-    env: Env, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    env: Env,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    commands_env: pytest.MonkeyPatch,
 ) -> Preview:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
-    monkeypatch.delenv("KUBECONFIG", raising=False)
+    commands_env.delenv("KUBECONFIG", raising=False)
     folder = tmp_path / "manifests"
     folder.mkdir()
     return Preview(env, capsys, folder)
@@ -269,26 +270,9 @@ def test_preview_of_a_new_service_whose_occm_load_balancer_exists(
     creating a second one, so the preview must say so, not show a create; and one it would
     refuse (another cluster's) is a failure naming it and the command to run."""
     conn = connect(env.topo)
-    workers = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
     port = [occm.Port("TCP", 80, 30080, monitor=False)]
-    ours = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="moved",
-        ports=port,
-        nodes=workers,
-    )
-    theirs = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="theirs",
-        ports=port,
-        nodes=workers,
-    )
+    ours = occm_made(env, conn, "moved", port)
+    theirs = occm_made(env, conn, "theirs", port)
     conn.load_balancer.update_load_balancer(
         theirs.lb_id, tags=[theirs.name, "kube_cluster_id_00000000-0000-4000-8000-0000000000aa"]
     )

@@ -26,7 +26,7 @@ from reconciler.model import naming
 from tests import occm
 from tests.builders import make_service, stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, kube_fixture, spec_for
+from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made, spec_for
 
 NS = "sweep-test"
 
@@ -69,10 +69,8 @@ def test_sweep_lists_then_deletes_orphans_both_ways(
     kube: KubeApi,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     config = env.config()
     engine = env.engine(config)
     conn = connect(env.topo)
@@ -161,7 +159,7 @@ def test_sweep_deletes_only_load_balancers_proven_this_clusters(
     env: Env,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
     """Issue 13, across clusters: another cluster with the same --cluster-name ("itest") in
     this project has Service ids-test/web, which this cluster does not have. Its load balancer
@@ -169,8 +167,6 @@ def test_sweep_deletes_only_load_balancers_proven_this_clusters(
     kube-system UID) tells them apart. A third with the name but not OCCM's description was
     made by hand. ``--delete`` deletes this cluster's (and its floating IP) and keeps the others,
     each with the reason."""
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
     try:
         ours_id = kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
@@ -182,15 +178,7 @@ def test_sweep_deletes_only_load_balancers_proven_this_clusters(
     by_hand = None
     try:
         for identity in (ours_id, theirs_id):
-            lb = occm.make(
-                conn,
-                env.topo,
-                cluster=CLUSTER,
-                namespace="ids-test",
-                name="web",
-                ports=[],
-                nodes=[],
-            )
+            lb = occm_made(env, conn, "web", [], namespace="ids-test", nodes=[])
             made.append(lb)
             conn.load_balancer.update_load_balancer(
                 lb.lb_id, tags=[lb.name, naming.cluster_id_tag(identity)]
