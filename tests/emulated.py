@@ -120,6 +120,29 @@ def emulator_fixture(
     return emulator
 
 
+def emulator_fixtures(
+    *,
+    scope: str,
+    timing: TimingProfile = INSTANT,
+    faults: FaultConfig | None = None,
+    admin: str = "admin",
+) -> tuple[Any, Any, Any]:
+    """Three fixtures of ``scope``: ``emu`` (:func:`emulator_fixture`), ``topo`` (its
+    topology) and an :class:`EmulatorAdmin` on it called ``admin``; a conftest assigns them,
+    e.g. ``emu, topo, admin = emulator_fixtures(scope="session")``."""
+    emu = emulator_fixture(scope=scope, timing=timing, faults=faults)
+
+    @pytest.fixture(name="topo", scope=scope)  # type: ignore[call-overload]
+    def topo(emu: EmulatorHandle) -> dict[str, Any]:
+        return emu.topology()
+
+    @pytest.fixture(name=admin, scope=scope)  # type: ignore[call-overload]
+    def admin_api(emu: EmulatorHandle) -> EmulatorAdmin:
+        return EmulatorAdmin(emu)
+
+    return emu, topo, admin_api
+
+
 def connect(topo: dict[str, Any]) -> Any:
     """An openstacksdk connection as the topology's demo user."""
     return openstack.connect(

@@ -12,28 +12,15 @@ from typing import Any
 
 import pytest
 
-from emulator.server import EmulatorHandle
 from emulator.timing import TimingProfile
-from tests.emulated import EmulatorAdmin, connect, emulator_fixture, wait_until
+from tests.emulated import EmulatorAdmin, connect, emulator_fixtures, wait_until
 
 __all__ = ["FAST", "Admin", "wait_until"]
 
 FAST = TimingProfile(name="test", lb_create=0.4, lb_update=0.2, lb_delete=0.2, child=0.15)
 
-emu = emulator_fixture(scope="session", timing=FAST)
-
-
-@pytest.fixture(scope="session")
-def topo(emu: EmulatorHandle) -> dict[str, Any]:
-    return emu.topology()
-
-
+emu, topo, admin = emulator_fixtures(scope="session", timing=FAST)
 Admin = EmulatorAdmin
-
-
-@pytest.fixture(scope="session")
-def admin(emu: EmulatorHandle) -> Admin:
-    return Admin(emu)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from emulator.server import EmulatorHandle
 from emulator.timing import INSTANT, TimingProfile
 from reconciler.config import CloudConfig, Secret
 from reconciler.controller.kubeapi import KubeApi
@@ -33,7 +32,7 @@ from tests.emulated import (
     EmulatorAdmin,
     cloud_conf_text,
     cloud_config,
-    emulator_fixture,
+    emulator_fixtures,
     running_emulator,
     subnet_line,
 )
@@ -41,20 +40,8 @@ from tests.emulated import (
 CLUSTER = "itest"
 PASSPHRASE = "engine-test-passphrase"
 
-emu = emulator_fixture(scope="session", timing=INSTANT)
-
-
-@pytest.fixture(scope="session")
-def topo(emu: EmulatorHandle) -> dict[str, Any]:
-    return emu.topology()
-
-
+emu, topo, cloud = emulator_fixtures(scope="session", timing=INSTANT, admin="cloud")
 Cloud = EmulatorAdmin
-
-
-@pytest.fixture(scope="session")
-def cloud(emu: EmulatorHandle) -> Cloud:
-    return Cloud(emu)
 
 
 WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
