@@ -1,18 +1,30 @@
-"""The OpenStack emulator as tests use it: its admin endpoint, a cloud.conf for it, a wait helper.
+"""The OpenStack emulator as tests use it: one way to start it, its admin endpoint, an
+openstacksdk connection, a cloud.conf for it, a wait helper.
 
-Shared by tests/integration/emulator, tests/integration/engine and tests/e2e; each level starts
-its emulator with the timing profile it needs (``emulator.timing``) and wraps it here.
+Shared by tests/integration/emulator, tests/integration/engine and tests/e2e. Every emulator a
+test starts comes from :func:`running_emulator` (a context manager) or :func:`emulator_fixture`
+(a pytest fixture around it): a free loopback port (``port=0``), the timing profile the level
+needs (``emulator.timing``; ``instant`` by default, as ``emulator.cloud.CloudConfig``), optional
+fault rules and state file, stopped when the block or the fixture's scope ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
+import openstack
+import pytest
 import requests
 
-from emulator.server import EmulatorHandle
+from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.faults import FaultConfig
+from emulator.server import EmulatorHandle, start
+from emulator.timing import INSTANT, TimingProfile
+from reconciler.config import CloudConfig, parse_cloud_conf
 
 T = TypeVar("T")
 
@@ -67,6 +79,93 @@ class EmulatorAdmin:
 
     def lbs(self) -> list[dict[str, Any]]:
         return self.inventory()["loadbalancers"]
+
+    def wait_nothing_created(self, *, timeout: float) -> None:
+        """Wait until everything created through the API is deleted again (deletes settle
+        after the call that asked for them)."""
+        wait_until(lambda: self.created() == {} or None, timeout=timeout)
+
+
+@contextlib.contextmanager
+def running_emulator(
+    *,
+    timing: TimingProfile = INSTANT,
+    faults: FaultConfig | None = None,
+    state_file: Path | None = None,
+) -> Iterator[EmulatorHandle]:
+    """An emulator on a free loopback port for the ``with`` block."""
+    config = EmulatorConfig(timing=timing, faults=faults or FaultConfig(), state_file=state_file)
+    handle = start(config=config)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def emulator_fixture(
+    *,
+    name: str = "emu",
+    scope: str = "function",
+    timing: TimingProfile = INSTANT,
+    faults: FaultConfig | None = None,
+) -> Any:
+    """A fixture called ``name`` giving an emulator of its own per ``scope``; a conftest or test
+    module assigns it to a module name, e.g. ``emu = emulator_fixture(scope="session")``."""
+
+    @pytest.fixture(name=name, scope=scope)  # type: ignore[call-overload]
+    def emulator() -> Iterator[EmulatorHandle]:
+        with running_emulator(timing=timing, faults=faults) as handle:
+            yield handle
+
+    return emulator
+
+
+def emulator_fixtures(
+    *,
+    scope: str,
+    timing: TimingProfile = INSTANT,
+    faults: FaultConfig | None = None,
+    admin: str = "admin",
+) -> tuple[Any, Any, Any]:
+    """Three fixtures of ``scope``: ``emu`` (:func:`emulator_fixture`), ``topo`` (its
+    topology) and an :class:`EmulatorAdmin` on it called ``admin``; a conftest assigns them,
+    e.g. ``emu, topo, admin = emulator_fixtures(scope="session")``."""
+    emu = emulator_fixture(scope=scope, timing=timing, faults=faults)
+
+    @pytest.fixture(name="topo", scope=scope)  # type: ignore[call-overload]
+    def topo(emu: EmulatorHandle) -> dict[str, Any]:
+        return emu.topology()
+
+    @pytest.fixture(name=admin, scope=scope)  # type: ignore[call-overload]
+    def admin_api(emu: EmulatorHandle) -> EmulatorAdmin:
+        return EmulatorAdmin(emu)
+
+    return emu, topo, admin_api
+
+
+def connect(topo: dict[str, Any]) -> Any:
+    """An openstacksdk connection as the topology's demo user."""
+    return openstack.connect(
+        auth_url=topo["auth_url"],
+        username=topo["username"],
+        password=topo["password"],
+        project_name=topo["project_name"],
+        user_domain_name="Default",
+        project_domain_name="Default",
+        region_name=topo["region_name"],
+    )
+
+
+def subnet_line(topo: dict[str, Any]) -> str:
+    """The [LoadBalancer] line that puts VIPs on the topology's tenant subnet."""
+    return f"subnet-id = {topo['subnet_id']}\n"
+
+
+def cloud_config(topo: dict[str, Any], load_balancer: str = "", extra: str = "") -> CloudConfig:
+    """:func:`cloud_conf_text`, parsed (and required to parse)."""
+    result = parse_cloud_conf(text=cloud_conf_text(topo, load_balancer, extra))
+    assert result.config is not None, [str(e) for e in result.errors]
+    return result.config
 
 
 def cloud_conf_text(topo: dict[str, Any], load_balancer: str = "", extra: str = "") -> str:

@@ -20,20 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import openstack
-
-
-def connect(topo: dict[str, Any]) -> Any:
-    return openstack.connect(
-        auth_url=topo["auth_url"],
-        username=topo["username"],
-        password=topo["password"],
-        project_name=topo["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=topo["region_name"],
-    )
-
 
 @dataclass(frozen=True)
 class Port:

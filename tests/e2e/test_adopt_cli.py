@@ -15,15 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
+from emulator.server import EmulatorHandle
 from reconciler.cli.main import main
 from reconciler.config import Secret, parse_cloud_conf
 from reconciler.controller.backend import PulumiEngine
@@ -38,33 +34,13 @@ from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, build_spec, naming
 from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests import occm
+from tests.builders import HTTP_PORTS, make_service
 from tests.e2e.test_controller import ensure_nodes, wait_for
-from tests.emulated import EmulatorAdmin, cloud_conf_text
+from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, subnet_line
 
 pytestmark = pytest.mark.e2e
 CLUSTER = "e2e"
 PASSPHRASE = "adopt-e2e-passphrase"
-
-
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
-
-
-def make_service(kube: KubeApi, ns: str, name: str) -> dict[str, Any]:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "finalizers": [FINALIZER]},  # OCCM's, and ours
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": name},
-            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-        },
-    }
-    return kube.create(f"/api/v1/namespaces/{ns}/services", body)
 
 
 def test_adopt_command_then_the_controller(
@@ -77,7 +53,7 @@ def test_adopt_command_then_the_controller(
 ) -> None:
     topo = emu.topology()
     cloud = EmulatorAdmin(emu)
-    conf_text = cloud_conf_text(topo, f"subnet-id = {topo['subnet_id']}")
+    conf_text = cloud_conf_text(topo, subnet_line(topo))
     conf_file = tmp_path / "cloud.conf"
     conf_file.write_text(conf_text)
     parsed = parse_cloud_conf(text=conf_text)
@@ -91,13 +67,14 @@ def test_adopt_command_then_the_controller(
     ensure_nodes(kube)
     ns = f"adopt-{uuid.uuid4().hex[:6]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    conn = occm.connect(topo)
+    conn = connect(topo)
 
     # -- the cluster as OCCM left it ---------------------------------------------------------
     nodes = kube.list("/api/v1/nodes")["items"]
     made: dict[str, occm.OccmLoadBalancer] = {}
     for name, method in (("web", "ROUND_ROBIN"), ("legacy", "LEAST_CONNECTIONS")):
-        svc = make_service(kube, ns, name)
+        body = make_service(name, finalizers=[FINALIZER], ports=HTTP_PORTS)  # OCCM's, and ours
+        svc = kube.create(f"/api/v1/namespaces/{ns}/services", body)
         node_port = svc["spec"]["ports"][0]["nodePort"]
         built = build_spec(service=svc, nodes=nodes, config=config, cluster_name=CLUSTER)
         assert built.spec is not None, built.errors

@@ -36,6 +36,7 @@ from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
 from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
+from tests.builders import make_node, make_service
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
@@ -154,17 +155,16 @@ NODES = [("e2e-worker-a", "10.0.0.11"), ("e2e-worker-b", "10.0.0.12")]
 def ensure_nodes(kube: KubeApi) -> None:
     for name, ip in NODES:
         try:
+            # a bare Node: no labels, no provider ID
             kube.create(
                 "/api/v1/nodes",
-                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}},
+                make_node(name, labels=None, provider_id=None, taints=None, status=False),
             )
         except KubeError as exc:
             if not exc.conflict:
                 raise
-        kube.patch(
-            f"/api/v1/nodes/{name}/status",
-            {"status": {"addresses": [{"type": "InternalIP", "address": ip}]}},
-        )
+        node = make_node(name, internal=ip, hostname=False, ready=None)
+        kube.patch(f"/api/v1/nodes/{name}/status", {"status": node["status"]})
 
 
 @pytest.fixture
@@ -193,18 +193,8 @@ class Running:
         return f"/api/v1/namespaces/{self.namespace}/services/{name}"
 
     def create(self, name: str, **spec: Any) -> dict[str, Any]:
-        annotations = spec.pop("annotations", None)
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, **({"annotations": annotations} if annotations else {})},
-            "spec": {
-                "type": "LoadBalancer",
-                "selector": {"app": name},
-                "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
-                **spec,
-            },
-        }
+        annotations = spec.pop("annotations", None) or None
+        body = make_service(name, annotations=annotations, **spec)
         return self.kube.create(f"/api/v1/namespaces/{self.namespace}/services", body)
 
     def get(self, name: str) -> dict[str, Any]:

@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
-from reconciler.config import Secret, parse_cloud_conf
+from emulator.server import EmulatorHandle
+from reconciler.config import Secret
 from reconciler.controller.backend import PulumiEngine
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
@@ -28,16 +26,9 @@ from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
 from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests.e2e.test_controller import Running, ensure_nodes, wait_for
-from tests.emulated import EmulatorAdmin, cloud_conf_text
+from tests.emulated import EmulatorAdmin, cloud_config, subnet_line
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
 
 
 @contextlib.contextmanager
@@ -51,10 +42,7 @@ def real_controller(
 ) -> Iterator[Running]:
     """The controller with the real engine on ``emu``, scoped to a namespace of its own."""
     topo = emu.topology()
-    text = cloud_conf_text(topo, f"subnet-id = {topo['subnet_id']}")
-    parsed = parse_cloud_conf(text=text)
-    assert parsed.config is not None, [str(e) for e in parsed.errors]
-    config = parsed.config
+    config = cloud_config(topo, subnet_line(topo))
     engine = Engine(
         settings=EngineSettings(
             cluster_name="e2e",

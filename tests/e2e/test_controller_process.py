@@ -18,11 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import openstack
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
+from emulator.server import EmulatorHandle
 from emulator.timing import INSTANT
 from reconciler.controller.events import COMPONENT
 from reconciler.controller.kubeapi import KubeApi, KubeError
@@ -31,10 +29,11 @@ from reconciler.local.demo import EXAMPLE_SERVICE
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
+from tests.builders import HOSTNAME_LABEL, make_node, make_service
 from tests.e2e.controller_process import ControllerProcess, ControllerSetup
 from tests.e2e.rbac import install_rbac, service_account_kubeconfig
 from tests.e2e.test_controller import wait_for
-from tests.emulated import EmulatorAdmin, cloud_conf_text
+from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, emulator_fixture
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
@@ -75,11 +74,7 @@ def admin_kube(plane: LocalControlPlane) -> Iterator[KubeApi]:
     kube.close()
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
+emu = emulator_fixture(scope="module", timing=INSTANT)
 
 
 @pytest.fixture(scope="module")
@@ -100,25 +95,12 @@ def sa_kubeconfig(
     )
 
 
-def node_body(name: str, ip: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {"providerID": f"openstack:///{name}"},
-    }
-
-
 def put_node(kube: KubeApi, name: str, ip: str, labels: dict[str, str] | None = None) -> None:
+    labels = {HOSTNAME_LABEL: name, **(labels or {})}
     with contextlib.suppress(KubeError):
-        kube.create("/api/v1/nodes", node_body(name, ip, labels))
-    status = {
-        "status": {
-            "addresses": [{"type": "InternalIP", "address": ip}],
-            "conditions": [{"type": "Ready", "status": "True"}],
-        }
-    }
-    kube.patch(f"/api/v1/nodes/{name}/status", status)
+        kube.create("/api/v1/nodes", make_node(name, labels=labels, taints=None, status=False))
+    status = make_node(name, internal=ip, hostname=False)["status"]
+    kube.patch(f"/api/v1/nodes/{name}/status", {"status": status})
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -176,17 +158,7 @@ class Cluster:
         return f"/api/v1/namespaces/{self.ns}/services/{name}"
 
     def create(self, name: str, annotations: dict[str, str] | None = None, **spec: Any) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "annotations": annotations or {}},
-            "spec": {
-                "type": "LoadBalancer",
-                "selector": {"app": name},
-                "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
-                **spec,
-            },
-        }
+        body = make_service(name, annotations=annotations or {}, **spec)
         self.kube.create(f"/api/v1/namespaces/{self.ns}/services", body)
 
     def get(self, name: str) -> dict[str, Any]:
@@ -535,16 +507,7 @@ def test_a_listener_deleted_by_hand_comes_back(cluster: Cluster, emu: EmulatorHa
     proc = c.controller(args=[*FAST_LEASE, "--drift-interval", "4"])
     c.create("drifty")
     eventually(lambda: c.ingress_ip("drifty"), what="an EXTERNAL-IP")
-    topo = emu.topology()
-    conn = openstack.connect(
-        auth_url=topo["auth_url"],
-        username=topo["username"],
-        password=topo["password"],
-        project_name=topo["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=topo["region_name"],
-    )
+    conn = connect(emu.topology())
     lb = c.lbs_named("drifty")[0]
     listeners = c.listeners_of(lb["id"])
     assert len(listeners) == 1

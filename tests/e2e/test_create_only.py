@@ -8,14 +8,11 @@ Each edit leaves the same load balancer and the same external IP, and the Servic
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
+from emulator.server import EmulatorHandle
 from reconciler.controller.sync_plan import CREATE_ONLY_REASON
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
@@ -38,13 +35,6 @@ EDITS = [
     ("floating-subnet", "other-*", "floating_ip.subnet_name_pattern"),
     ("floating-subnet-tags", "other", "floating_ip.subnet_tags"),
 ]
-
-
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
 
 
 def test_create_only_edits_keep_the_load_balancer_and_ip(

@@ -23,9 +23,7 @@ from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
+from emulator.server import EmulatorHandle
 from reconciler.controller.queue import Backoff
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
@@ -40,13 +38,6 @@ ZONE = "loadbalancer.openstack.org/availability-zone"
 FAILED = "SyncLoadBalancerFailed"
 # short delays so that several retries fit in the test's deadlines; the growth is the point
 BACKOFF = Backoff(base=1.0, cap=16.0, soon=0.5)
-
-
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
 
 
 class RetryLog(logging.Handler):

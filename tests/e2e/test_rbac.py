@@ -30,6 +30,7 @@ from reconciler.controller.sync_plan import Event
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
+from tests.builders import HTTP_PORTS, make_service
 from tests.e2e.rbac import DEPLOY, NAME, NAMESPACE, install_rbac, service_account_kubeconfig
 
 pytestmark = pytest.mark.e2e
@@ -159,24 +160,13 @@ def test_ns(admin: KubeApi) -> Iterator[str]:
 def service(admin: KubeApi, test_ns: str) -> Iterator[dict[str, Any]]:
     """A Service of type LoadBalancer, created by the admin (the controller never creates one)."""
     name = f"web-{uuid.uuid4().hex[:6]}"
-    svc = admin.create(f"/api/v1/namespaces/{test_ns}/services", service_body(name))
+    svc = admin.create(
+        f"/api/v1/namespaces/{test_ns}/services", make_service(name, ports=HTTP_PORTS)
+    )
     yield svc
     path = f"/api/v1/namespaces/{test_ns}/services/{name}"
     ignore_missing(admin.patch, path, {"metadata": {"finalizers": None}})
     ignore_missing(lambda p: admin.request(method="DELETE", path=p), path)
-
-
-def service_body(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": name},
-            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-        },
-    }
 
 
 def where(ns: str, test_ns: str) -> list[str]:
@@ -202,24 +192,26 @@ def test_the_kubeconfig_authenticates_as_the_service_account_not_as_admin(
     assert out == SA
 
 
-@pytest.mark.parametrize(("verb", "resource", "ns"), ALLOWED)
-def test_can_i_what_the_controller_does(
-    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
+@pytest.mark.parametrize(
+    ("verb", "resource", "ns", "answer"),
+    [
+        *(pytest.param(*case, (0, "yes"), id="-".join(("allowed", *case))) for case in ALLOWED),
+        *(pytest.param(*case, (1, "no"), id="-".join(("denied", *case))) for case in DENIED),
+    ],
+)
+def test_can_i_what_the_controller_does_and_nothing_more(
+    sa_kubeconfig: Path,
+    toolchain: Toolchain,
+    test_ns: str,
+    verb: str,
+    resource: str,
+    ns: str,
+    answer: tuple[int, str],
 ) -> None:
     code, out = kubectl(
         toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
     )
-    assert (code, out.splitlines()[-1] if out else "") == (0, "yes"), out
-
-
-@pytest.mark.parametrize(("verb", "resource", "ns"), DENIED)
-def test_can_i_nothing_more(
-    sa_kubeconfig: Path, toolchain: Toolchain, test_ns: str, verb: str, resource: str, ns: str
-) -> None:
-    code, out = kubectl(
-        toolchain, sa_kubeconfig, "auth", "can-i", verb, *resource.split(), *where(ns, test_ns)
-    )
-    assert (code, out.splitlines()[-1] if out else "") == (1, "no"), out
+    assert (code, out.splitlines()[-1] if out else "") == answer, out
 
 
 def test_impersonated_can_i_agrees(installed: LocalControlPlane, toolchain: Toolchain) -> None:
@@ -240,7 +232,7 @@ def test_list_and_watch_services_in_all_namespaces(
     listed = sa.list("/api/v1/services", query={"limit": 500})
     rv = str(listed["metadata"]["resourceVersion"])
     name = f"watched-{uuid.uuid4().hex[:6]}"
-    admin.create(f"/api/v1/namespaces/{test_ns}/services", service_body(name))
+    admin.create(f"/api/v1/namespaces/{test_ns}/services", make_service(name, ports=HTTP_PORTS))
     seen: list[tuple[str, str]] = []
     for event in sa.stream(
         path="/api/v1/services",
@@ -391,7 +383,11 @@ def test_what_the_controller_must_not_do_is_forbidden(
     svc_path = f"/api/v1/namespaces/{test_ns}/services/{name}"
     # Services: no delete, no create, no PUT of a whole object
     forbidden(sa.request, method="DELETE", path=svc_path)
-    forbidden(sa.create, f"/api/v1/namespaces/{test_ns}/services", service_body("not-mine"))
+    forbidden(
+        sa.create,
+        f"/api/v1/namespaces/{test_ns}/services",
+        make_service("not-mine", ports=HTTP_PORTS),
+    )
     forbidden(sa.request, method="PUT", path=svc_path, body=service)
     forbidden(sa.request, method="PUT", path=svc_path + "/status", body=service)
     # Secrets: cloud.conf is a mounted file, never read through the API

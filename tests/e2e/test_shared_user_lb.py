@@ -7,29 +7,18 @@ their listeners, pools or members does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
+from emulator.server import EmulatorHandle
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
-from tests import occm
 from tests.e2e.test_controller_engine import real_controller, wait_with_events
-from tests.emulated import EmulatorAdmin
+from tests.emulated import EmulatorAdmin, connect
 
 pytestmark = pytest.mark.e2e
 A = "loadbalancer.openstack.org/"
-
-
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
 
 
 @pytest.mark.parametrize("order", [("one", "two"), ("two", "one")])
@@ -41,7 +30,7 @@ def test_user_made_load_balancer_shared_by_two_services_outlives_both(
     order: tuple[str, str],
 ) -> None:
     t = emu.topology()
-    conn = occm.connect(t)
+    conn = connect(t)
     made = conn.load_balancer.create_load_balancer(
         name="user-made-lb", vip_subnet_id=t["subnet_id"]
     )

@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
-import copy
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
+from tests.builders import example_nodes, example_service
 
 
 @pytest.fixture
 def service() -> dict[str, Any]:
-    return copy.deepcopy(EXAMPLE_SERVICE)
+    return example_service()
 
 
 @pytest.fixture
 def nodes() -> list[dict[str, Any]]:
-    return [
-        make_node("worker-b", internal="10.0.0.12"),
-        make_node("worker-a", internal="10.0.0.11"),
-        make_node(
-            "control-plane",
-            internal="10.0.0.10",
-            labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""},
-        ),
-    ]
+    return example_nodes()
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """The root logger's handlers and level as they were before the test (``lb-reconciler run``
+    configures it onto the test's captured stderr)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from reconciler.config import CloudConfig, default_config, parse_cloud_conf
 from reconciler.model import BuildResult, LoadBalancerSpec, build_spec
-from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
+from tests.builders import example_nodes, example_service
 
-NODES = [
-    make_node("worker-b", internal="10.0.0.12"),
-    make_node("worker-a", internal="10.0.0.11"),
-    make_node(
-        "control-plane",
-        internal="10.0.0.10",
-        labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""},
-    ),
-]
+NODES = example_nodes()
 UUID1 = "11111111-1111-4111-8111-111111111111"
 UUID2 = "22222222-2222-4222-8222-222222222222"
 UUID3 = "33333333-3333-4333-8333-333333333333"
@@ -29,14 +20,6 @@ def config_from(text: str) -> CloudConfig:
     return result.config
 
 
-def service_with(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    service = copy.deepcopy(EXAMPLE_SERVICE)
-    if annotations:
-        service["metadata"]["annotations"] = dict(annotations)
-    service["spec"].update(spec)
-    return service
-
-
 def build(
     annotations: dict[str, str] | None = None,
     *,
@@ -45,7 +28,7 @@ def build(
     **spec: Any,
 ) -> BuildResult:
     return build_spec(
-        service=service_with(annotations, **spec),
+        service=example_service(annotations=annotations or None, **spec),
         nodes=NODES if nodes is None else nodes,
         config=config or default_config(),
         cluster_name="kubernetes",

@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from reconciler.cli.main import build_parser, main
 
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """`run` configures the root logger onto this test's captured stderr; undo that."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+# `run` configures the root logger onto each test's captured stderr
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
-def test_emulator_help_is_the_emulators(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        pytest.param("emulator", ["--timing", "--state-file"], id="emulator-is-the-emulators"),
+        pytest.param(
+            "run",
+            ["lb-reconciler run --cloud-config", "--leader-elect", "exit codes"],
+            id="run-has-an-example-and-the-exit-codes",
+        ),
+    ],
+)
+def test_help(command: str, says: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
-        main(["emulator", "--help"])
+        main([command, "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert "--timing" in out
-    assert "--state-file" in out
+    for text in says:
+        assert text in out
 
 
 def test_top_level_help_lists_the_subcommands() -> None:
@@ -41,16 +43,6 @@ def test_unknown_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str])
         main(["frobnicate"])
     assert done.value.code == 2
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
-
-
-def test_run_help_has_an_example_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as done:
-        main(["run", "--help"])
-    assert done.value.code == 0
-    out = capsys.readouterr().out
-    assert "lb-reconciler run --cloud-config" in out
-    assert "--leader-elect" in out
-    assert "exit codes" in out
 
 
 def test_run_names_each_cloud_conf_problem_and_exits_2(

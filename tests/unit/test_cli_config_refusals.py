@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,14 +12,8 @@ from reconciler.cli.main import main
 GLOBAL = "[Global]\nauth-url = https://keystone.example/v3\nusername = u\npassword = p\n"
 
 
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """`run` configures the root logger onto this test's captured stderr; undo that."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+# `run` configures the root logger onto each test's captured stderr
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ from reconciler.engine.errors import (
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import EnsureResult
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
-from tests.unit.k8s_objects import EXAMPLE_SERVICE
+from tests.builders import EXAMPLE_SERVICE, example_service
 
 TEXTS = Path(__file__).parent / "pulumi_failures"
 KEY = "default/example-service"
@@ -306,8 +306,7 @@ def test_no_warning_while_the_controller_stops() -> None:
 
 
 def test_an_invalid_service_is_warned_once_and_not_retried() -> None:
-    bad = copy.deepcopy(EXAMPLE_SERVICE)
-    bad["metadata"]["annotations"] = {"loadbalancer.openstack.org/connection-limit": "lots"}
+    bad = example_service(annotations={"loadbalancer.openstack.org/connection-limit": "lots"})
     w = world(bad)
     assert w.attempt() is None
     assert w.engine.calls == []
@@ -317,13 +316,6 @@ def test_an_invalid_service_is_warned_once_and_not_retried() -> None:
 
 
 # -- cleanup ----------------------------------------------------------------------------------
-
-
-def deleting_service() -> dict[str, Any]:
-    svc = copy.deepcopy(EXAMPLE_SERVICE)
-    svc["metadata"]["finalizers"] = [FINALIZER]
-    svc["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    return svc
 
 
 def test_cleanup_never_gives_up_and_warns_each_time_the_cloud_says_something_new() -> None:
@@ -338,7 +330,7 @@ def test_cleanup_never_gives_up_and_warns_each_time_the_cloud_says_something_new
             ('"faultstring": "Injected fault"', '"faultstring": "Pool p could not be found."'),
         ],
     )
-    w = world(deleting_service(), delete_error=not_found)
+    w = world(example_service(finalizers=[FINALIZER], deleting=True), delete_error=not_found)
     assert [w.attempt() for _ in range(3)] == [5, 10, 20]
     assert w.kube.service["metadata"]["finalizers"] == [FINALIZER]
     messages = w.warning_messages()
@@ -355,7 +347,10 @@ def test_cleanup_never_gives_up_and_warns_each_time_the_cloud_says_something_new
 
 
 def test_cleanup_of_a_busy_stack_also_warns() -> None:
-    w = world(deleting_service(), delete_error=engine_failure("up_locked", doing="destroy"))
+    w = world(
+        example_service(finalizers=[FINALIZER], deleting=True),
+        delete_error=engine_failure("up_locked", doing="destroy"),
+    )
     assert w.attempt() == 2
     [message] = w.warning_messages()
     assert "failed to delete load balancer" in message

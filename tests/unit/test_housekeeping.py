@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -20,6 +21,7 @@ from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER
 from reconciler.model.predicates import CLASS_FINALIZER
+from tests.builders import make_service
 
 OLD_UID = "11111111-1111-1111-1111-111111111111"
 NEW_UID = "22222222-2222-2222-2222-222222222222"
@@ -50,26 +52,10 @@ def stack(
     )
 
 
-def svc(
-    name: str = "web",
-    namespace: str = "default",
-    *,
-    uid: str = OLD_UID,
-    type_: str = "LoadBalancer",
-    cls: str | None = None,
-    finalizers: tuple[str, ...] = (),
-    deleting: bool = False,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
-    if finalizers:
-        meta["finalizers"] = list(finalizers)
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: dict[str, Any] = {"type": type_}
-    if cls is not None:
-        spec["loadBalancerClass"] = cls
-    return {"metadata": meta, "spec": spec}
-
+# a Service default/web as the housekeeping reads it: identity, type, class, finalizers
+svc = functools.partial(
+    make_service, namespace="default", uid=OLD_UID, selector=None, ports=None, header=False
+)
 
 DEFAULT = ControllerSettings()
 CLASSES = ControllerSettings(owned_classes=frozenset({"ours"}), serve_default=False)
@@ -86,11 +72,11 @@ ORPHAN_TABLE: list[tuple[str, dict[str, Any] | None, ControllerSettings, bool]] 
         DEFAULT,
         False,
     ),
-    ("re-created as ClusterIP, no finalizer", svc(uid=NEW_UID, type_="ClusterIP"), DEFAULT, True),
-    ("type changed, no finalizer (removed by hand)", svc(type_="ClusterIP"), DEFAULT, True),
+    ("re-created as ClusterIP, no finalizer", svc(uid=NEW_UID, type="ClusterIP"), DEFAULT, True),
+    ("type changed, no finalizer (removed by hand)", svc(type="ClusterIP"), DEFAULT, True),
     (
         "type changed, finalizer held: the controller cleans up",
-        svc(type_="NodePort", finalizers=(FINALIZER,)),
+        svc(type="NodePort", finalizers=(FINALIZER,)),
         DEFAULT,
         False,
     ),
@@ -107,10 +93,10 @@ ORPHAN_TABLE: list[tuple[str, dict[str, Any] | None, ControllerSettings, bool]] 
         DEFAULT,
         True,
     ),
-    ("another controller's class", svc(cls="theirs"), DEFAULT, True),
+    ("another controller's class", svc(loadBalancerClass="theirs"), DEFAULT, True),
     (
         "another class, the standard finalizer is not ours then",
-        svc(cls="theirs", finalizers=(FINALIZER,)),
+        svc(loadBalancerClass="theirs", finalizers=(FINALIZER,)),
         DEFAULT,
         True,
     ),
@@ -121,18 +107,23 @@ ORPHAN_TABLE: list[tuple[str, dict[str, Any] | None, ControllerSettings, bool]] 
         CLASSES,
         True,
     ),
-    ("our class", svc(cls="ours"), CLASSES, False),
+    ("our class", svc(loadBalancerClass="ours"), CLASSES, False),
     (
         "our class, type changed, class finalizer held",
-        svc(cls="ours", type_="ClusterIP", finalizers=(CLASS_FINALIZER,)),
+        svc(loadBalancerClass="ours", type="ClusterIP", finalizers=(CLASS_FINALIZER,)),
         CLASSES,
         False,
     ),
-    ("our class, type changed, no finalizer", svc(cls="ours", type_="ClusterIP"), CLASSES, True),
+    (
+        "our class, type changed, no finalizer",
+        svc(loadBalancerClass="ours", type="ClusterIP"),
+        CLASSES,
+        True,
+    ),
     ("classless served beside our class", svc(), BOTH, False),
     (
         "classless type changed, class finalizer held",
-        svc(type_="ClusterIP", finalizers=(CLASS_FINALIZER,)),
+        svc(type="ClusterIP", finalizers=(CLASS_FINALIZER,)),
         BOTH,
         False,
     ),
@@ -226,10 +217,10 @@ SERVICES = st.builds(
     svc,
     name=NAMES,
     uid=st.sampled_from([OLD_UID, NEW_UID]),
-    type_=st.sampled_from(["LoadBalancer", "ClusterIP"]),
-    cls=st.sampled_from([None, "ours", "theirs"]),
+    type=st.sampled_from(["LoadBalancer", "ClusterIP"]),
+    loadBalancerClass=st.sampled_from([None, "ours", "theirs"]),
     finalizers=st.lists(st.sampled_from([FINALIZER, CLASS_FINALIZER, "x/y"]), unique=True).map(
-        tuple
+        lambda f: tuple(f) or None
     ),
     deleting=st.booleans(),
 )

@@ -8,7 +8,7 @@ import pytest
 
 from reconciler.model import LoadBalancerSpec, MemberSpec, MonitorSpec
 from reconciler.model.traffic import warning_reason
-from tests.unit.k8s_objects import make_node
+from tests.builders import make_node
 from tests.unit.model_helpers import UUID1, UUID2, UUID3, build, config_from, spec_of
 
 P = "loadbalancer.openstack.org/"

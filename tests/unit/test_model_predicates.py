@@ -29,7 +29,7 @@ from reconciler.model.predicates import (
     needs_update,
     wants_load_balancer,
 )
-from tests.unit.k8s_objects import EXAMPLE_SERVICE
+from tests.builders import example_service
 
 Svc = dict[str, Any]
 GOLD = "example.com/gold"
@@ -46,15 +46,10 @@ def svc(
     fins: tuple[str, ...] | None = None,
     deleting: bool = False,
 ) -> Svc:
-    s = copy.deepcopy(EXAMPLE_SERVICE)
-    s["spec"]["type"] = type_
+    spec: dict[str, Any] = {"type": type_}
     if cls is not None:
-        s["spec"]["loadBalancerClass"] = cls
-    if fins is not None:
-        s["metadata"]["finalizers"] = list(fins)
-    if deleting:
-        s["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    return s
+        spec["loadBalancerClass"] = cls
+    return example_service(finalizers=fins, deleting=deleting, **spec)
 
 
 # -- wantsLoadBalancer: type LoadBalancer and no class -----------------------------------------

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from reconciler.config import default_config
 from reconciler.model import LoadBalancerSpec, build_spec
 from reconciler.model import annotations as ann
-from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
+from tests.builders import example_service, make_node
 
 ANNOTATIONS = sorted(
     value
@@ -79,7 +79,7 @@ NODES = st.lists(
 
 @st.composite
 def services(draw: st.DrawFn) -> dict[str, Any]:
-    service = copy.deepcopy(EXAMPLE_SERVICE)
+    service = example_service()
     service["metadata"]["annotations"] = draw(
         st.dictionaries(st.sampled_from(ANNOTATIONS), VALUES, max_size=8)
     )
@@ -116,7 +116,7 @@ VALID_ANNOTATIONS = {
 
 @st.composite
 def valid_services(draw: st.DrawFn) -> dict[str, Any]:
-    service = copy.deepcopy(EXAMPLE_SERVICE)
+    service = example_service()
     keys = draw(st.sets(st.sampled_from(sorted(VALID_ANNOTATIONS)), max_size=6))
     service["metadata"]["annotations"] = {k: draw(VALID_ANNOTATIONS[k]) for k in sorted(keys)}
     numbers = draw(

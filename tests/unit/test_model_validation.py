@@ -9,7 +9,7 @@ import pytest
 
 from reconciler.config import default_config
 from reconciler.model import build_spec
-from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
+from tests.builders import EXAMPLE_SERVICE, make_node
 from tests.unit.model_helpers import UUID1, build, config_from
 
 P = "loadbalancer.openstack.org/"

@@ -17,7 +17,7 @@ from reconciler.model.nodes import (
     node_ready,
     parse_node_selector,
 )
-from tests.unit.k8s_objects import make_node
+from tests.builders import make_node
 
 EMPTY = parse_node_selector(text="")
 

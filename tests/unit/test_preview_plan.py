@@ -3,14 +3,14 @@ the Service, the field and the fix."""
 
 from __future__ import annotations
 
-import copy
+import functools
 from typing import Any
 
 from reconciler.cli.manifests import Document, parse_text
 from reconciler.cli.preview_plan import Target, build, complete, nodes_of, select_services
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.model import build_spec
-from tests.unit.k8s_objects import EXAMPLE_SERVICE
+from tests.builders import example_service, make_service
 from tests.unit.model_helpers import NODES, UUID1, config_from
 
 CONFIG = config_from(
@@ -24,18 +24,14 @@ def doc(body: dict[str, Any], line: int = 1) -> Document:
     return Document("svc.yaml", line, body)
 
 
-def svc(name: str, namespace: str | None = None, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if namespace:
-        meta["namespace"] = namespace
-    body = {"type": "LoadBalancer", "ports": [{"port": 80}], **spec}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": body}
+# a Service as written in git: no namespace unless given, no selector, one bare port
+svc = functools.partial(make_service, selector=None, ports=[{"port": 80}])
 
 
 def test_select_defaults_the_namespace_and_lists_what_is_skipped() -> None:
     docs = [
         doc(svc("web"), 1),
-        doc(svc("api", "shop"), 9),
+        doc(svc("api", namespace="shop"), 9),
         doc({"kind": "Deployment", "metadata": {"name": "web"}}, 20),
         doc(svc("cache", type="ClusterIP"), 30),
         doc(svc("edge", loadBalancerClass="example.com/lb"), 40),
@@ -69,7 +65,7 @@ def test_duplicates_unnamed_services_and_unquoted_annotations_are_errors() -> No
     bool_annotation["metadata"]["annotations"] = {A + "x-forwarded-for": True}
     docs = [
         doc(bool_annotation, 1),
-        doc(svc("web", "default"), 12),
+        doc(svc("web", namespace="default"), 12),
         doc({"kind": "Service", "metadata": {}}, 20),
     ]
     _, _, errors = select_services(docs, settings=SETTINGS, namespace="default")
@@ -95,11 +91,12 @@ def applied_spec(service: dict[str, Any]):  # type: ignore[no-untyped-def]
 
 
 def test_complete_takes_uid_and_node_ports_from_the_applied_spec() -> None:
-    live = copy.deepcopy(EXAMPLE_SERVICE)
-    live["spec"]["ports"] = [
-        {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 31080},
-        {"name": "dns", "port": 53, "protocol": "UDP", "nodePort": 31053},
-    ]
+    live = example_service(
+        ports=[
+            {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 31080},
+            {"name": "dns", "port": 53, "protocol": "UDP", "nodePort": 31053},
+        ]
+    )
     applied = applied_spec(live)
     in_git = svc(
         "example-service",
@@ -166,7 +163,7 @@ def test_build_names_file_service_field_and_fix() -> None:
 
 
 def test_build_gives_the_controllers_spec() -> None:
-    target = Target(doc(svc("web", "default")), svc("web", "default"))
+    target = Target(doc(svc("web", namespace="default")), svc("web", namespace="default"))
     service, _ = complete(target.service, None)
     spec, errors, notices = build(target, service, nodes=NODES, config=CONFIG, settings=SETTINGS)
     assert errors == []

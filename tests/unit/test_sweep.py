@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -9,6 +10,7 @@ from reconciler.cli.sweep_plan import plan_sweep, service_of_lb_name
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
 from reconciler.model.predicates import FINALIZER
+from tests.builders import make_service
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SETTINGS = ControllerSettings(cluster_name="prod")
@@ -30,12 +32,15 @@ def stack(name: str, *, lb_id: str | None = "lb-" + "x", busy: bool = False) -> 
     )
 
 
-def svc(name: str, *, type_: str = "LoadBalancer", cls: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"type": type_, "ports": [{"port": 80}]}
-    if cls:
-        spec["loadBalancerClass"] = cls
-    meta = {"name": name, "namespace": "default", "finalizers": [FINALIZER]}
-    return {"metadata": meta, "spec": spec}
+# a Service of namespace default that holds the finalizer, as the sweep lists it
+svc = functools.partial(
+    make_service,
+    namespace="default",
+    finalizers=[FINALIZER],
+    selector=None,
+    ports=[{"port": 80}],
+    header=False,
+)
 
 
 def lb(
@@ -86,7 +91,7 @@ def test_lb_names_of_this_cluster_only() -> None:
 
 
 def test_stack_orphans_follow_the_housekeeper() -> None:
-    clusterip = svc("now-clusterip", type_="ClusterIP")
+    clusterip = svc("now-clusterip", type="ClusterIP")
     del clusterip["metadata"]["finalizers"]  # removed by hand: no cleanup will come
     stacks = [stack("gone"), stack("web"), stack("now-clusterip"), stack("busy", busy=True)]
     result = plan(stacks, [svc("web"), clusterip], [])
@@ -98,7 +103,12 @@ def test_stack_orphans_follow_the_housekeeper() -> None:
 
 def test_cloud_orphans_and_what_is_kept() -> None:
     stacks = [stack("web", lb_id="lb-web"), stack("half", lb_id=None), stack("dup", lb_id="lb-d1")]
-    services = [svc("web"), svc("occm"), svc("other-class", cls="example.com/other"), svc("dup")]
+    services = [
+        svc("web"),
+        svc("occm"),
+        svc("other-class", loadBalancerClass="example.com/other"),
+        svc("dup"),
+    ]
     lbs = [
         lb("web", "lb-web"),  # the stack's own: not listed at all
         lb("gone", "lb-gone"),  # no Service, no stack: orphan

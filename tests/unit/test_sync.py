@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +30,7 @@ from reconciler.model import FINALIZER, StatusSpec
 from reconciler.model.annotations import LOAD_BALANCER_ADDRESS, LOAD_BALANCER_ID
 from reconciler.model.frozen import FrozenChange
 from reconciler.model.predicates import CLASS_FINALIZER
-from tests.unit.k8s_objects import EXAMPLE_SERVICE, make_node
+from tests.builders import example_service, make_node
 
 DEFAULT = ControllerSettings()
 OWNS_GOLD = ControllerSettings(owned_classes=frozenset({"gold"}))
@@ -38,29 +39,8 @@ NODES = [make_node("worker-a", internal="10.0.0.11"), make_node("worker-b", inte
 LB_ID = "aaaaaaaa-1111-4111-8111-111111111111"
 
 
-def svc(
-    *,
-    type_: str = "LoadBalancer",
-    cls: str | None = None,
-    finalizers: list[str] | None = None,
-    deleting: bool = False,
-    annotations: dict[str, str] | None = None,
-    ingress: list[dict[str, str]] | None = None,
-) -> dict[str, Any]:
-    s = copy.deepcopy(EXAMPLE_SERVICE)
-    s["metadata"]["resourceVersion"] = "42"
-    s["spec"]["type"] = type_
-    if cls is not None:
-        s["spec"]["loadBalancerClass"] = cls
-    if finalizers is not None:
-        s["metadata"]["finalizers"] = finalizers
-    if deleting:
-        s["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    if annotations:
-        s["metadata"]["annotations"] = annotations
-    if ingress is not None:
-        s["status"] = {"loadBalancer": {"ingress": ingress}}
-    return s
+# the example Service as the controller gets it from the API server
+svc = functools.partial(example_service, resource_version="42")
 
 
 @pytest.mark.parametrize(
@@ -68,24 +48,32 @@ def svc(
     [
         (svc(), DEFAULT, Action.ENSURE),
         (svc(finalizers=[FINALIZER]), DEFAULT, Action.ENSURE),
-        (svc(type_="ClusterIP"), DEFAULT, Action.IGNORE),
-        (svc(type_="ClusterIP", finalizers=[FINALIZER]), DEFAULT, Action.CLEANUP),
+        (svc(type="ClusterIP"), DEFAULT, Action.IGNORE),
+        (svc(type="ClusterIP", finalizers=[FINALIZER]), DEFAULT, Action.CLEANUP),
         (svc(finalizers=[FINALIZER], deleting=True), DEFAULT, Action.CLEANUP),
         # deleting without our finalizer: cannot add one any more, nothing to hold
         (svc(deleting=True), DEFAULT, Action.IGNORE),
         # someone else's finalizer only
-        (svc(type_="ClusterIP", finalizers=["example.com/x"]), DEFAULT, Action.IGNORE),
+        (svc(type="ClusterIP", finalizers=["example.com/x"]), DEFAULT, Action.IGNORE),
         # another controller's class
-        (svc(cls="other.example.com/lb"), OWNS_GOLD, Action.IGNORE),
-        (svc(cls="other.example.com/lb", finalizers=[FINALIZER]), DEFAULT, Action.IGNORE),
+        (svc(loadBalancerClass="other.example.com/lb"), OWNS_GOLD, Action.IGNORE),
+        (
+            svc(loadBalancerClass="other.example.com/lb", finalizers=[FINALIZER]),
+            DEFAULT,
+            Action.IGNORE,
+        ),
         # a class we own
-        (svc(cls="gold"), OWNS_GOLD, Action.ENSURE),
-        (svc(cls="gold", finalizers=[CLASS_FINALIZER], deleting=True), OWNS_GOLD, Action.CLEANUP),
-        (svc(type_="ClusterIP", finalizers=[CLASS_FINALIZER]), OWNS_GOLD, Action.CLEANUP),
+        (svc(loadBalancerClass="gold"), OWNS_GOLD, Action.ENSURE),
+        (
+            svc(loadBalancerClass="gold", finalizers=[CLASS_FINALIZER], deleting=True),
+            OWNS_GOLD,
+            Action.CLEANUP,
+        ),
+        (svc(type="ClusterIP", finalizers=[CLASS_FINALIZER]), OWNS_GOLD, Action.CLEANUP),
         # beside OCCM: classless Services and the standard finalizer are OCCM's
         (svc(), BESIDE_OCCM, Action.IGNORE),
-        (svc(type_="ClusterIP", finalizers=[FINALIZER]), BESIDE_OCCM, Action.IGNORE),
-        (svc(cls="gold"), BESIDE_OCCM, Action.ENSURE),
+        (svc(type="ClusterIP", finalizers=[FINALIZER]), BESIDE_OCCM, Action.IGNORE),
+        (svc(loadBalancerClass="gold"), BESIDE_OCCM, Action.ENSURE),
     ],
 )
 def test_decide(service: dict[str, Any], settings: ControllerSettings, action: Action) -> None:
@@ -128,7 +116,10 @@ def test_plan_ensure_new_service_adds_finalizer_with_resource_version() -> None:
 
 def test_plan_ensure_owned_class_uses_our_finalizer() -> None:
     plan = plan_ensure(
-        service=svc(cls="gold"), nodes=NODES, config=default_config(), settings=OWNS_GOLD
+        service=svc(loadBalancerClass="gold"),
+        nodes=NODES,
+        config=default_config(),
+        settings=OWNS_GOLD,
     )
     assert plan.finalizer_patch is not None
     assert plan.finalizer_patch["metadata"]["finalizers"] == [CLASS_FINALIZER]
@@ -304,7 +295,7 @@ def test_ingress_equal(current: Any, desired: Any, equal: bool) -> None:
 
 def test_plan_cleanup_removes_only_our_finalizer_and_annotations() -> None:
     s = svc(
-        type_="ClusterIP",
+        type="ClusterIP",
         finalizers=["example.com/keep-me", FINALIZER],
         annotations={LOAD_BALANCER_ID: LB_ID, LOAD_BALANCER_ADDRESS: "1.2.3.4", "user": "x"},
         ingress=[{"ip": "1.2.3.4"}],
@@ -329,7 +320,7 @@ def test_plan_cleanup_without_status_has_no_status_patch() -> None:
 
 
 def test_plan_cleanup_class_finalizer() -> None:
-    s = svc(type_="ClusterIP", finalizers=[CLASS_FINALIZER, FINALIZER])
+    s = svc(type="ClusterIP", finalizers=[CLASS_FINALIZER, FINALIZER])
     plan = plan_cleanup(s, BESIDE_OCCM)  # the standard one is OCCM's here
     assert plan.finalizer_patch is not None
     assert plan.finalizer_patch["metadata"]["finalizers"] == [FINALIZER]

@@ -10,54 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import openstack
 import pytest
 
-from emulator.cloud import CloudConfig
-from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
-from tests.emulated import EmulatorAdmin, wait_until
+from tests.emulated import EmulatorAdmin, connect, emulator_fixtures, wait_until
 
 __all__ = ["FAST", "Admin", "wait_until"]
 
 FAST = TimingProfile(name="test", lb_create=0.4, lb_update=0.2, lb_delete=0.2, child=0.15)
 
-
-@pytest.fixture(scope="session")
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=CloudConfig(timing=FAST))
-    yield handle
-    handle.stop()
-
-
-@pytest.fixture(scope="session")
-def topo(emu: EmulatorHandle) -> dict[str, Any]:
-    return emu.topology()
-
-
+emu, topo, admin = emulator_fixtures(scope="session", timing=FAST)
 Admin = EmulatorAdmin
 
 
-@pytest.fixture(scope="session")
-def admin(emu: EmulatorHandle) -> Admin:
-    return Admin(emu)
-
-
 @pytest.fixture
-def conn(emu: EmulatorHandle, topo: dict[str, Any]) -> Any:
-    return openstack.connect(
-        auth_url=emu.auth_url,
-        username=topo["username"],
-        password=topo["password"],
-        project_name=topo["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=topo["region_name"],
-    )
+def conn(topo: dict[str, Any]) -> Any:
+    return connect(topo)
 
 
 @pytest.fixture(autouse=True)
 def no_orphans(admin: Admin) -> Iterator[None]:
     yield
     admin.clear_faults()
-    wait_until(lambda: admin.created() == {} or None, timeout=10)
+    admin.wait_nothing_created(timeout=10)

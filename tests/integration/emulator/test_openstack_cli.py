@@ -11,20 +11,16 @@ from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig
-from emulator.server import EmulatorHandle, start
+from emulator.server import EmulatorHandle
 from emulator.timing import INSTANT
+from tests.emulated import emulator_fixture
 from tests.integration.emulator.conftest import Admin
 
 OPENSTACK = Path(sys.executable).parent / "openstack"
 
 
-@pytest.fixture(scope="module")
-def instant() -> Iterator[EmulatorHandle]:
-    """An emulator with the ``instant`` profile: ``--wait`` sees ACTIVE on its first poll."""
-    handle = start(config=CloudConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
+# an emulator with the ``instant`` profile: ``--wait`` sees ACTIVE on its first poll
+instant = emulator_fixture(name="instant", scope="module", timing=INSTANT)
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 import requests
 from openstack import exceptions
 
-from emulator.cloud import CloudConfig
-from emulator.server import EmulatorHandle, start
+from emulator.server import EmulatorHandle
+from tests.emulated import connect, running_emulator
 from tests.integration.emulator.conftest import Admin, wait_until
 
 
@@ -143,23 +143,17 @@ def test_neutron_filters_tags_pagination_and_fields(conn: Any, topo: dict[str, A
 
 def test_security_groups(conn: Any) -> None:
     sg = conn.network.create_security_group(name="lb-sg")
-    rule = conn.network.create_security_group_rule(
-        security_group_id=sg.id,
-        direction="ingress",
-        protocol="tcp",
-        port_range_min=80,
-        port_range_max=80,
-        remote_ip_prefix="0.0.0.0/0",
-    )
-    with pytest.raises(exceptions.ConflictException):
-        conn.network.create_security_group_rule(
-            security_group_id=sg.id,
-            direction="ingress",
-            protocol="tcp",
-            port_range_min=80,
-            port_range_max=80,
-            remote_ip_prefix="0.0.0.0/0",
-        )
+    tcp_80 = {
+        "security_group_id": sg.id,
+        "direction": "ingress",
+        "protocol": "tcp",
+        "port_range_min": 80,
+        "port_range_max": 80,
+        "remote_ip_prefix": "0.0.0.0/0",
+    }
+    rule = conn.network.create_security_group_rule(**tcp_80)
+    with pytest.raises(exceptions.ConflictException):  # the same rule again
+        conn.network.create_security_group_rule(**tcp_80)
     rules = conn.network.get_security_group(sg.id).security_group_rules
     assert rule.id in {r["id"] for r in rules}
     conn.network.delete_security_group(sg)
@@ -225,26 +219,14 @@ def test_lb_that_goes_to_error(conn: Any, admin: Admin, topo: dict[str, Any]) ->
 
 
 def test_restart_keeps_state(tmp_path: Any) -> None:
-    config = CloudConfig(state_file=tmp_path / "cloud.db")
-    first = start(config=config)
-    topo = first.topology()
-    kwargs = {
-        "username": topo["username"],
-        "password": topo["password"],
-        "project_name": topo["project_name"],
-        "user_domain_name": "Default",
-        "project_domain_name": "Default",
-        "region_name": topo["region_name"],
-    }
-    conn = openstack.connect(auth_url=first.auth_url, **kwargs)
-    lb = conn.load_balancer.create_load_balancer(name="kept", vip_subnet_id=topo["subnet_id"])
-    first.stop()
-    second = start(config=config)
-    try:
-        conn2 = openstack.connect(auth_url=second.auth_url, **kwargs)
+    state_file = tmp_path / "cloud.db"
+    with running_emulator(state_file=state_file) as first:
+        topo = first.topology()
+        conn = connect(topo)
+        lb = conn.load_balancer.create_load_balancer(name="kept", vip_subnet_id=topo["subnet_id"])
+    with running_emulator(state_file=state_file) as second:
+        conn2 = connect(second.topology())
         got = wait_until(lambda: conn2.load_balancer.find_load_balancer("kept"))
         assert got.id == lb.id
         port = conn2.network.get_port(got.vip_port_id)
         assert port.fixed_ips[0]["ip_address"] == got.vip_address
-    finally:
-        second.stop()

@@ -28,10 +28,10 @@ import pytest
 import requests
 from pulumi import automation as auto
 
-from emulator.cloud import CloudConfig
-from emulator.server import EmulatorHandle, start
+from emulator.server import EmulatorHandle
 from emulator.timing import CLOUDLIKE, INSTANT, TimingProfile
 from reconciler.local.toolchain import Toolchain
+from tests.emulated import running_emulator
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,7 @@ class Run:
 def open_run(
     *, timing: TimingProfile, toolchain: Toolchain, tmp_path: Path, name: str
 ) -> Iterator[Run]:
-    emu = start(config=CloudConfig(timing=timing))
-    try:
+    with running_emulator(timing=timing) as emu:
         topo = emu.topology()
         backend = tmp_path / "state"
         backend.mkdir()
@@ -164,8 +163,6 @@ def open_run(
             ),
         )
         yield Run(emu=emu, topo=topo, stack=stack)
-    finally:
-        emu.stop()
 
 
 @pytest.fixture

@@ -3,105 +3,50 @@
 One emulator per session with the ``instant`` timing profile (every call still shows
 ``PENDING_*`` until the next read, as Octavia does), a ``file://`` backend per test, cloud.conf
 text pointing at the emulator's Keystone with the demo user, and helpers that build a spec from
-a Service the way the controller will (:func:`reconciler.model.build_spec`). After each test
-the emulator's inventory must show nothing created that the test did not delete.
+a Service (:func:`tests.builders.stored_service`) the way the controller will
+(:func:`reconciler.model.build_spec`). After each test the emulator's inventory must show
+nothing created that the test did not delete.
 """
 
 from __future__ import annotations
 
-import copy
-import uuid
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
-from emulator.timing import INSTANT
-from reconciler.config import CloudConfig, Secret, parse_cloud_conf
+from emulator.timing import INSTANT, TimingProfile
+from reconciler.config import CloudConfig, Secret
+from reconciler.controller.kubeapi import KubeApi
+from reconciler.controller.kubeconfig import api_client
 from reconciler.engine.stack import Engine, EngineSettings, ServiceStack
+from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
-from tests.emulated import EmulatorAdmin, cloud_conf_text, wait_until
+from tests import occm
+from tests.builders import make_node
+from tests.emulated import (
+    EmulatorAdmin,
+    cloud_conf_text,
+    cloud_config,
+    emulator_fixtures,
+    running_emulator,
+    subnet_line,
+)
 
 CLUSTER = "itest"
 PASSPHRASE = "engine-test-passphrase"
 
-
-@pytest.fixture(scope="session")
-def emu() -> Iterator[EmulatorHandle]:
-    handle = start(config=EmulatorConfig(timing=INSTANT))
-    yield handle
-    handle.stop()
-
-
-@pytest.fixture(scope="session")
-def topo(emu: EmulatorHandle) -> dict[str, Any]:
-    return emu.topology()
-
-
+emu, topo, cloud = emulator_fixtures(scope="session", timing=INSTANT, admin="cloud")
 Cloud = EmulatorAdmin
 
 
-@pytest.fixture(scope="session")
-def cloud(emu: EmulatorHandle) -> Cloud:
-    return Cloud(emu)
-
-
-def cloud_conf(topo: dict[str, Any], load_balancer: str = "", extra: str = "") -> CloudConfig:
-    result = parse_cloud_conf(text=cloud_conf_text(topo, load_balancer, extra))
-    assert result.config is not None, [str(e) for e in result.errors]
-    return result.config
-
-
-def service(
-    name: str,
-    *,
-    ports: list[dict[str, Any]] | None = None,
-    annotations: dict[str, str] | None = None,
-    uid: str | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": uid or str(uuid.uuid5(uuid.NAMESPACE_URL, f"service/{name}")),
-            "annotations": dict(annotations or {}),
-        },
-        "spec": {
-            "type": "LoadBalancer",
-            "ports": ports or [{"port": 80, "protocol": "TCP", "nodePort": 30080}],
-            "sessionAffinity": "None",
-            "externalTrafficPolicy": "Cluster",
-            "ipFamilies": ["IPv4"],
-            "allocateLoadBalancerNodePorts": True,
-        },
-        "status": {"loadBalancer": {}},
-    }
-    body["spec"].update(copy.deepcopy(spec))
-    return body
-
-
-def node(name: str, address: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"providerID": f"openstack:///{name}", "taints": []},
-        "status": {
-            "addresses": [{"type": "InternalIP", "address": address}],
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-NODES = [node("worker-a", "10.0.0.11"), node("worker-b", "10.0.0.12")]
+WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
+"""The cluster's Nodes, (name, InternalIP): the members of its load balancers."""
+NODES = [make_node(name, internal=address, hostname=False) for name, address in WORKERS]
 
 
 def spec_for(svc: dict[str, Any], config: CloudConfig, nodes: list[dict[str, Any]] | None = None):  # type: ignore[no-untyped-def]
@@ -121,11 +66,15 @@ class Env:
     state_dir: Path
 
     def config(self, load_balancer: str = "", extra: str = "") -> CloudConfig:
-        lb = f"subnet-id = {self.topo['subnet_id']}\n{load_balancer}"
-        return cloud_conf(self.topo, lb, extra)
+        return cloud_config(self.topo, subnet_line(self.topo) + load_balancer, extra)
 
     def config_without_subnet(self, load_balancer: str = "", extra: str = "") -> CloudConfig:
-        return cloud_conf(self.topo, load_balancer, extra)
+        return cloud_config(self.topo, load_balancer, extra)
+
+    def cloud_conf_file(self, path: Path) -> Path:
+        """cloud.conf for the commands (:meth:`config`'s text) at ``path``."""
+        path.write_text(cloud_conf_text(self.topo, subnet_line(self.topo)))
+        return path
 
     def engine(self, config: CloudConfig, **overrides: Any) -> Engine:
         settings = EngineSettings(
@@ -143,23 +92,77 @@ class Env:
         return self.engine(config, **overrides).stack(service=spec.service)
 
 
+def occm_made(
+    env: Env,
+    conn: Any,
+    name: str,
+    ports: Sequence[occm.Port],
+    *,
+    namespace: str = "default",
+    nodes: Sequence[tuple[str, str]] = WORKERS,
+    floating_ip: bool = True,
+) -> occm.OccmLoadBalancer:
+    """What OCCM of this cluster (``CLUSTER``) left for Service ``<namespace>/<name>``: the
+    load balancer of :func:`tests.occm.make`, members on ``nodes``."""
+    return occm.make(
+        conn,
+        env.topo,
+        cluster=CLUSTER,
+        namespace=namespace,
+        name=name,
+        ports=ports,
+        nodes=nodes,
+        floating_ip=floating_ip,
+    )
+
+
+@pytest.fixture
+def commands_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The environment of the ``lb-reconciler`` commands a test runs: this suite's passphrase,
+    no ``PULUMI_BACKEND_URL`` (the state dir's own backend)."""
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    return monkeypatch
+
+
 @pytest.fixture
 def env(toolchain: Toolchain, topo: dict[str, Any], cloud: Cloud, tmp_path: Path) -> Iterator[Env]:
     yield Env(topo=topo, cloud=cloud, toolchain=toolchain, state_dir=tmp_path / "lbr")
-    wait_until(lambda: cloud.created() == {} or None, timeout=15)
+    cloud.wait_nothing_created(timeout=15)
+
+
+@contextlib.contextmanager
+def env_of_its_own(
+    toolchain: Toolchain, state_dir: Path, *, timing: TimingProfile = INSTANT
+) -> Iterator[Env]:
+    """An :class:`Env` on an emulator of its own (its faults and timing touch no other test);
+    at the end, as ``env``'s, nothing created may be left."""
+    with running_emulator(timing=timing) as handle:
+        cloud = Cloud(handle)
+        yield Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=state_dir)
+        cloud.wait_nothing_created(timeout=15)
 
 
 @pytest.fixture
 def fault_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[tuple[Env, str]]:
     """An emulator of its own (its faults touch no other test) and its admin URL."""
-    handle: EmulatorHandle = start(config=EmulatorConfig(timing=INSTANT))
-    try:
-        cloud = Cloud(handle)
-        env = Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
-        yield env, cloud.url
-        wait_until(lambda: cloud.created() == {} or None, timeout=15)
-    finally:
-        handle.stop()
+    with env_of_its_own(toolchain, tmp_path) as env:
+        yield env, env.cloud.url
+
+
+def kube_fixture(namespace: str) -> Any:
+    """A fixture ``kube``: the admin's API client on the session's control plane, with
+    ``namespace`` created for the test and deleted after it (``kube = kube_fixture(NS)``)."""
+
+    @pytest.fixture(name="kube")
+    def kube(control_plane: LocalControlPlane) -> Iterator[KubeApi]:
+        api = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+        api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        yield api
+        api.request(method="DELETE", path=f"/api/v1/namespaces/{namespace}")
+        api.close()
+
+    return kube
 
 
 def only(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,10 +22,11 @@ from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.model import LoadBalancerSpec
 from tests import occm
-from tests.integration.engine.conftest import CLUSTER, Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, occm_made, only, spec_for
 
 A = "loadbalancer.openstack.org/"
-WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
 
 
 def planned(engine: Engine, spec: LoadBalancerSpec) -> AdoptionPlan:
@@ -48,18 +49,10 @@ def untouched(env: Env, stack: ServiceStack, engine: Engine) -> None:
 
 
 def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env) -> None:
-    conn = occm.connect(env.topo)
-    made = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="web",
-        ports=[occm.Port("TCP", 80, 30080), occm.Port("TCP", 8080, 30808)],
-        nodes=WORKERS,
-    )
+    conn = connect(env.topo)
+    made = occm_made(env, conn, "web", [occm.Port("TCP", 80, 30080), occm.Port("TCP", 8080, 30808)])
     config = env.config()
-    svc = service(
+    svc = stored_service(
         "web",
         ports=[
             {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080},
@@ -146,32 +139,21 @@ def test_occm_load_balancer_is_adopted_and_the_next_up_changes_nothing(env: Env)
 
 
 def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None:
-    conn = occm.connect(env.topo)
-    least = occm.make(
+    conn = connect(env.topo)
+    least = occm_made(
+        env,
         conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="least",
-        ports=[occm.Port("TCP", 80, 30080, monitor=False, lb_algorithm="LEAST_CONNECTIONS")],
-        nodes=WORKERS,
+        "least",
+        [occm.Port("TCP", 80, 30080, monitor=False, lb_algorithm="LEAST_CONNECTIONS")],
     )
-    http = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="http",
-        ports=[occm.Port("HTTP", 80, 30081, monitor=False)],
-        nodes=WORKERS,
-    )
+    http = occm_made(env, conn, "http", [occm.Port("HTTP", 80, 30081, monitor=False)])
     try:
         config = env.config()
         engine = env.engine(config)
         before = occm.snapshot(env.cloud.inventory())
 
         # another algorithm: an in-place update of the pool, refused unless allowed
-        spec = spec_for(service("least"), config)
+        spec = spec_for(stored_service("least"), config)
         stack = engine.stack(service=spec.service)
         plan = planned(engine, spec)
         outcome = stack.preview(plan.spec, imports=plan.imports)
@@ -183,7 +165,7 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
         assert judge_preview(plan, outcome, allow_updates=True) == []
 
         # an HTTP listener where the Service wants TCP: a replacement, always refused
-        spec = spec_for(service("http", ports=[{"port": 80, "nodePort": 30081}]), config)
+        spec = spec_for(stored_service("http", ports=[{"port": 80, "nodePort": 30081}]), config)
         other = engine.stack(service=spec.service)
         plan = planned(engine, spec)
         outcome = other.preview(plan.spec, imports=plan.imports)
@@ -202,19 +184,16 @@ def test_a_service_that_differs_is_refused_and_nothing_changes(env: Env) -> None
 
 
 def test_an_import_that_fails_half_way_is_undone(env: Env) -> None:
-    conn = occm.connect(env.topo)
-    made = occm.make(
+    conn = connect(env.topo)
+    made = occm_made(
+        env,
         conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="flaky",
-        ports=[occm.Port("TCP", 80, 30080)],
-        nodes=WORKERS,
+        "flaky",
+        [occm.Port("TCP", 80, 30080)],
         floating_ip=False,  # the adoption creates one, and must destroy it when undone
     )
     config = env.config()
-    svc = service("flaky", annotations={A + "enable-health-monitor": "true"})
+    svc = stored_service("flaky", annotations={A + "enable-health-monitor": "true"})
     spec = spec_for(svc, config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)

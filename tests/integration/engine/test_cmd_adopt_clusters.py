@@ -13,31 +13,24 @@ before #3103) is adopted and tagged with this cluster's. ``--apply`` without an 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from reconciler.cli.main import main
 from reconciler.controller.kubeapi import KubeApi
-from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
 from reconciler.model import naming
 from tests import occm
-from tests.emulated import cloud_conf_text
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env
+from tests.builders import make_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made
 
 NS = "ids-adopt"
 THEIRS = "0d7e9c1a-5b8f-4e0b-9a3c-2f4d6e8a0b1c"
 
 
-@pytest.fixture
-def kube(control_plane: LocalControlPlane) -> Iterator[KubeApi]:
-    api = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
-    api.create("/api/v1/namespaces", {"metadata": {"name": NS}})
-    yield api
-    api.request(method="DELETE", path=f"/api/v1/namespaces/{NS}")
-    api.close()
+kube = kube_fixture(NS)
 
 
 def adopt(
@@ -47,8 +40,7 @@ def adopt(
     *extra: str,
     cluster_name: bool = True,
 ) -> tuple[int, str, str]:
-    conf = env.state_dir.parent / "cloud.conf"
-    conf.write_text(cloud_conf_text(env.topo, f"subnet-id = {env.topo['subnet_id']}\n"))
+    conf = env.cloud_conf_file(env.state_dir.parent / "cloud.conf")
     argv = ["adopt", "--cloud-config", str(conf), "--state-dir", str(env.state_dir)]
     argv += ["--kubeconfig", str(plane.kubeconfig)]
     argv += ["--cluster-name", CLUSTER] if cluster_name else []
@@ -70,21 +62,12 @@ def cluster_nodes(kube: KubeApi) -> list[tuple[str, str]]:
 
 def make_tagged(conn: Any, env: Env, kube: KubeApi, name: str, identity: str) -> Any:
     """Service NS/<name> and the load balancer OCCM made for it, tagged with ``identity``."""
-    body = {
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "protocol": "TCP"}]},
-    }
+    body = make_service(
+        name, namespace=NS, selector=None, ports=[{"port": 80, "protocol": "TCP"}], header=False
+    )
     svc = kube.create(f"/api/v1/namespaces/{NS}/services", body)
     port = occm.Port("TCP", 80, svc["spec"]["ports"][0]["nodePort"], monitor=False)
-    made = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace=NS,
-        name=name,
-        ports=[port],
-        nodes=cluster_nodes(kube),
-    )
+    made = occm_made(env, conn, name, [port], namespace=NS, nodes=cluster_nodes(kube))
     if identity:
         conn.load_balancer.update_load_balancer(
             made.lb_id, tags=[made.name, naming.cluster_id_tag(identity)]
@@ -98,12 +81,10 @@ def test_adopt_takes_only_this_clusters_load_balancers(
     kube: KubeApi,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     ours_id = kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
-    conn = occm.connect(env.topo)
+    conn = connect(env.topo)
     made = []
     try:
         made.append(make_tagged(conn, env, kube, "web-1", ours_id))

@@ -22,8 +22,9 @@ import yaml
 from reconciler.cli.main import main
 from reconciler.engine.stack import Engine, ServiceStack
 from tests import occm
-from tests.emulated import cloud_conf_text
-from tests.integration.engine.conftest import CLUSTER, NODES, PASSPHRASE, Env, service, spec_for
+from tests.builders import make_service, stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, NODES, Env, occm_made, spec_for
 
 A = "loadbalancer.openstack.org/"
 MONITOR = {A + "enable-health-monitor": "true"}
@@ -31,25 +32,19 @@ MONITOR = {A + "enable-health-monitor": "true"}
 
 def manifest(name: str, *, ports: list[dict[str, Any]] | None = None, **spec: Any) -> str:
     """A Service as written by hand: no uid, no namespace, no nodePort."""
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": dict(spec.pop("annotations", MONITOR))},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": name},
-            "ports": ports or [{"name": "http", "port": 80, "targetPort": 8080}],
-            **spec,
-        },
-    }
+    body = make_service(
+        name,
+        annotations=spec.pop("annotations", MONITOR),
+        ports=ports or [{"name": "http", "port": 80, "targetPort": 8080}],
+        **spec,
+    )
     return yaml.safe_dump(body, sort_keys=False)
 
 
 class Preview:
     def __init__(self, env: Env, capsys: pytest.CaptureFixture[str], folder: Path) -> None:
         self.env, self.capsys, self.folder = env, capsys, folder
-        conf = folder / "cloud.conf"
-        conf.write_text(cloud_conf_text(env.topo, f"subnet-id = {env.topo['subnet_id']}\n"))
+        conf = env.cloud_conf_file(folder / "cloud.conf")
         nodes = folder / "nodes.yaml"
         nodes.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": NODES}))
         self.base = [
@@ -74,11 +69,12 @@ class Preview:
 
 @pytest.fixture
 def preview(
-    env: Env, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    env: Env,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    commands_env: pytest.MonkeyPatch,
 ) -> Preview:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
-    monkeypatch.delenv("KUBECONFIG", raising=False)
+    commands_env.delenv("KUBECONFIG", raising=False)
     folder = tmp_path / "manifests"
     folder.mkdir()
     return Preview(env, capsys, folder)
@@ -87,7 +83,7 @@ def preview(
 def brought_up(env: Env) -> tuple[Engine, ServiceStack, dict[str, Any]]:
     """default/web as the controller has it: one port, node port 30080, a health monitor."""
     config = env.config()
-    live = service("web", annotations=MONITOR)
+    live = stored_service("web", annotations=MONITOR)
     spec = spec_for(live, config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
@@ -199,7 +195,9 @@ def test_preview_of_changes_to_an_existing_service(env: Env, preview: Preview) -
         after = config_file(stack).read_bytes()
         assert after == config_before
         assert yaml.safe_load(after)["config"]["lb-reconciler:spec"] == spec_before
-        assert not stack.ensure(spec_for(service("web", annotations=MONITOR), env.config())).changed
+        assert not stack.ensure(
+            spec_for(stored_service("web", annotations=MONITOR), env.config())
+        ).changed
     finally:
         stack.delete()
 
@@ -271,27 +269,10 @@ def test_preview_of_a_new_service_whose_occm_load_balancer_exists(
     """Issue 13 ("never duplicate"): the controller takes OCCM's load balancer over instead of
     creating a second one, so the preview must say so, not show a create; and one it would
     refuse (another cluster's) is a failure naming it and the command to run."""
-    conn = occm.connect(env.topo)
-    workers = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
+    conn = connect(env.topo)
     port = [occm.Port("TCP", 80, 30080, monitor=False)]
-    ours = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="moved",
-        ports=port,
-        nodes=workers,
-    )
-    theirs = occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name="theirs",
-        ports=port,
-        nodes=workers,
-    )
+    ours = occm_made(env, conn, "moved", port)
+    theirs = occm_made(env, conn, "theirs", port)
     conn.load_balancer.update_load_balancer(
         theirs.lb_id, tags=[theirs.name, "kube_cluster_id_00000000-0000-4000-8000-0000000000aa"]
     )

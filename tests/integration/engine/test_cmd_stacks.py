@@ -17,8 +17,9 @@ import pytest
 from reconciler.cli.main import main
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.stack import Engine
-from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, Env, spec_for
 
 
 def stacks(env: Env, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
@@ -40,7 +41,7 @@ def test_stacks_shows_lb_ip_last_operation_and_flags(
 
     config = env.config()
     engine = env.engine(config)
-    web, idle = service("web"), service("idle")
+    web, idle = stored_service("web"), stored_service("idle")
     web_stack = engine.stack(service=spec_for(web, config).service)
     stopping = Engine(settings=engine.settings)
     stopping.cancel()
@@ -66,7 +67,7 @@ def test_stacks_shows_lb_ip_last_operation_and_flags(
         assert rows["default/idle"]["lbId"] is None
         assert rows["default/idle"]["lastOperation"] is None
 
-        conn = sdk(env)
+        conn = connect(env.topo)
         (listener,) = conn.load_balancer.listeners(loadbalancer_id=lb_id)
         conn.load_balancer.update_listener(listener.id, connection_limit=7)
         changes = web_stack.refresh()

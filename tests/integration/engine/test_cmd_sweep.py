@@ -14,7 +14,6 @@ this cluster's identity tag when there is one) are swept.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,25 +24,18 @@ from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
 from reconciler.model import naming
 from tests import occm
-from tests.emulated import cloud_conf_text
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import make_service, stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made, spec_for
 
 NS = "sweep-test"
 
 
-@pytest.fixture
-def kube(control_plane: LocalControlPlane) -> Iterator[KubeApi]:
-    api = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
-    api.create("/api/v1/namespaces", {"metadata": {"name": NS}})
-    yield api
-    api.request(method="DELETE", path=f"/api/v1/namespaces/{NS}")
-    api.close()
+kube = kube_fixture(NS)
 
 
 def sweep(env: Env, plane: LocalControlPlane, capsys: pytest.CaptureFixture[str], *extra: str):  # type: ignore[no-untyped-def]
-    conf = env.state_dir.parent / "cloud.conf"
-    conf.write_text(cloud_conf_text(env.topo, f"subnet-id = {env.topo['subnet_id']}\n"))
+    conf = env.cloud_conf_file(env.state_dir.parent / "cloud.conf")
     code = main(
         [
             "sweep",
@@ -77,21 +69,20 @@ def test_sweep_lists_then_deletes_orphans_both_ways(
     kube: KubeApi,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     config = env.config()
     engine = env.engine(config)
-    conn = sdk(env)
+    conn = connect(env.topo)
 
-    lb_spec = {"type": "LoadBalancer", "ports": [{"port": 80, "protocol": "TCP"}]}
     for name in ("live", "occm-web"):
-        body = {"metadata": {"name": name, "namespace": NS}, "spec": lb_spec}
+        body = make_service(
+            name, namespace=NS, selector=None, ports=[{"port": 80, "protocol": "TCP"}], header=False
+        )
         kube.create(f"/api/v1/namespaces/{NS}/services", body)
-    live = service("live")
+    live = stored_service("live")
     live["metadata"]["namespace"] = NS
-    gone = service("gone")
+    gone = stored_service("gone")
     gone["metadata"]["namespace"] = NS
     live_stack = engine.stack(service=spec_for(live, config).service)
     gone_stack = engine.stack(service=spec_for(gone, config).service)
@@ -168,7 +159,7 @@ def test_sweep_deletes_only_load_balancers_proven_this_clusters(
     env: Env,
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    commands_env: pytest.MonkeyPatch,
 ) -> None:
     """Issue 13, across clusters: another cluster with the same --cluster-name ("itest") in
     this project has Service ids-test/web, which this cluster does not have. Its load balancer
@@ -176,28 +167,18 @@ def test_sweep_deletes_only_load_balancers_proven_this_clusters(
     kube-system UID) tells them apart. A third with the name but not OCCM's description was
     made by hand. ``--delete`` deletes this cluster's (and its floating IP) and keeps the others,
     each with the reason."""
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
     try:
         ours_id = kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
     finally:
         kube.close()
     theirs_id = "0d7e9c1a-5b8f-4e0b-9a3c-2f4d6e8a0b1c"
-    conn = sdk(env)
+    conn = connect(env.topo)
     made: list[occm.OccmLoadBalancer] = []
     by_hand = None
     try:
         for identity in (ours_id, theirs_id):
-            lb = occm.make(
-                conn,
-                env.topo,
-                cluster=CLUSTER,
-                namespace="ids-test",
-                name="web",
-                ports=[],
-                nodes=[],
-            )
+            lb = occm_made(env, conn, "web", [], namespace="ids-test", nodes=[])
             made.append(lb)
             conn.load_balancer.update_load_balancer(
                 lb.lb_id, tags=[lb.name, naming.cluster_id_tag(identity)]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import openstack
 import pytest
 
 from reconciler.engine.errors import InvalidConfigError
-from tests.integration.engine.conftest import NODES, Env, node, only, service, spec_for
+from tests.builders import make_node, stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import NODES, Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -24,21 +25,8 @@ def lb_records(env: Env) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]
     return only(inv["loadbalancers"]), inv
 
 
-def sdk(env: Env) -> Any:
-    t = env.topo
-    return openstack.connect(
-        auth_url=t["auth_url"],
-        username=t["username"],
-        password=t["password"],
-        project_name=t["project_name"],
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=t["region_name"],
-    )
-
-
 def test_basic_tcp_with_load_balancer_ip_and_vip_autodetect(env: Env) -> None:
-    conn = sdk(env)
+    conn = connect(env.topo)
     fip = conn.network.create_ip(
         floating_network_id=env.topo["external_network_id"], floating_ip_address="172.24.4.100"
     )
@@ -50,7 +38,7 @@ def test_basic_tcp_with_load_balancer_ip_and_vip_autodetect(env: Env) -> None:
     ]
     try:
         config = env.config_without_subnet()
-        svc = service("basic", loadBalancerIP="172.24.4.100")
+        svc = stored_service("basic", loadBalancerIP="172.24.4.100")
         spec = spec_for(svc, config)
         assert spec.vip_autodetect_address is not None
         stack = env.engine(config).stack(service=spec.service)
@@ -93,16 +81,55 @@ def test_basic_tcp_with_load_balancer_ip_and_vip_autodetect(env: Env) -> None:
             conn.network.delete_port(port)
 
 
-def test_x_forwarded_for(env: Env) -> None:
+TLS_REF = "https://barbican.example/v1/containers/3f1b7d0e-8a55-4f39-9a43-1f1c2b2a9c11"
+
+
+@pytest.mark.parametrize(
+    ("name", "annotations", "ports", "listener", "pool_protocol"),
+    [
+        pytest.param(
+            "xff",
+            {A + "x-forwarded-for": "true"},
+            None,
+            {"protocol": "HTTP", "insert_headers": {"X-Forwarded-For": "true"}},
+            "HTTP",
+            id="x-forwarded-for",
+        ),
+        pytest.param(
+            "proxy",
+            {A + "proxy-protocol": "v2"},
+            None,
+            {"protocol": "TCP"},
+            "PROXYV2",
+            id="proxy-protocol-v2",
+        ),
+        pytest.param(
+            "tls",
+            {A + "default-tls-container-ref": TLS_REF},
+            [{"port": 443, "protocol": "TCP", "nodePort": 30443}],
+            {"protocol": "TERMINATED_HTTPS", "default_tls_container_ref": TLS_REF},
+            "HTTP",
+            id="tls-termination",
+        ),
+    ],
+)
+def test_listener_and_pool_protocols(
+    env: Env,
+    name: str,
+    annotations: dict[str, str],
+    ports: list[dict[str, Any]] | None,
+    listener: dict[str, Any],
+    pool_protocol: str,
+) -> None:
+    """An annotation that changes the protocols: the listener's fields, the pool's protocol."""
     config = env.config()
-    svc = service("xff", annotations={A + "x-forwarded-for": "true"})
+    svc = stored_service(name, ports=ports, annotations=annotations)
     stack = env.stack(config, svc)
     stack.ensure(spec_for(svc, config))
     _lb, inv = lb_records(env)
-    listener = only(inv["listeners"])
-    assert listener["protocol"] == "HTTP"
-    assert listener["insert_headers"] == {"X-Forwarded-For": "true"}
-    assert only(inv["pools"])["protocol"] == "HTTP"
+    got = only(inv["listeners"])
+    assert {field: got[field] for field in listener} == listener
+    assert only(inv["pools"])["protocol"] == pool_protocol
     stack.delete()
 
 
@@ -112,7 +139,7 @@ def test_two_ports_then_one_with_a_changed_node_port(env: Env) -> None:
         {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080},
         {"name": "https", "port": 443, "protocol": "TCP", "nodePort": 30443},
     ]
-    svc = service("ports", ports=two)
+    svc = stored_service("ports", ports=two)
     stack = env.stack(config, svc)
     stack.ensure(spec_for(svc, config))
     _lb, inv = lb_records(env)
@@ -120,7 +147,7 @@ def test_two_ports_then_one_with_a_changed_node_port(env: Env) -> None:
     https = only([li for li in inv["listeners"] if li["protocol_port"] == 443])
 
     one = [{"name": "https", "port": 443, "protocol": "TCP", "nodePort": 31443}]
-    svc2 = service("ports", ports=one)
+    svc2 = stored_service("ports", ports=one)
     result = stack.ensure(spec_for(svc2, config))
     assert result.changed
     _lb, inv = lb_records(env)
@@ -135,7 +162,7 @@ def test_two_ports_then_one_with_a_changed_node_port(env: Env) -> None:
 
 def test_internal_load_balancer_has_no_floating_ip(env: Env) -> None:
     config = env.config()
-    svc = service(
+    svc = stored_service(
         "internal",
         annotations={"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"},
     )
@@ -150,12 +177,12 @@ def test_internal_load_balancer_has_no_floating_ip(env: Env) -> None:
 
 def test_shared_load_balancer_max_shared_and_owner_deletion(env: Env) -> None:
     config = env.config("max-shared-lb = 3")
-    owner_svc = service("owner")
+    owner_svc = stored_service("owner")
     owner = env.stack(config, owner_svc)
     lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
 
     def sharer(name: str, port: int) -> tuple[Any, Any]:
-        svc = service(
+        svc = stored_service(
             name,
             ports=[{"port": port, "protocol": "TCP", "nodePort": 30000 + port}],
             annotations={A + "load-balancer-id": lb_id},
@@ -188,52 +215,21 @@ def test_shared_load_balancer_max_shared_and_owner_deletion(env: Env) -> None:
 
 def test_source_ranges(env: Env) -> None:
     config = env.config()
-    svc = service("ranges", loadBalancerSourceRanges=["192.0.2.0/24", "198.51.100.7/32"])
+    svc = stored_service("ranges", loadBalancerSourceRanges=["192.0.2.0/24", "198.51.100.7/32"])
     stack = env.stack(config, svc)
     stack.ensure(spec_for(svc, config))
     _lb, inv = lb_records(env)
     assert sorted(only(inv["listeners"])["allowed_cidrs"]) == ["192.0.2.0/24", "198.51.100.7/32"]
-    svc2 = service("ranges", loadBalancerSourceRanges=["192.0.2.0/24"])
+    svc2 = stored_service("ranges", loadBalancerSourceRanges=["192.0.2.0/24"])
     assert stack.ensure(spec_for(svc2, config)).changed
     _lb, inv = lb_records(env)
     assert only(inv["listeners"])["allowed_cidrs"] == ["192.0.2.0/24"]
     stack.delete()
 
 
-def test_proxy_protocol_v2(env: Env) -> None:
-    config = env.config()
-    svc = service("proxy", annotations={A + "proxy-protocol": "v2"})
-    stack = env.stack(config, svc)
-    stack.ensure(spec_for(svc, config))
-    _lb, inv = lb_records(env)
-    assert only(inv["listeners"])["protocol"] == "TCP"
-    assert only(inv["pools"])["protocol"] == "PROXYV2"
-    stack.delete()
-
-
-def test_tls_termination(env: Env) -> None:
-    config = env.config()
-    ref = "https://barbican.example/v1/containers/3f1b7d0e-8a55-4f39-9a43-1f1c2b2a9c11"
-    svc = service(
-        "tls",
-        ports=[{"port": 443, "protocol": "TCP", "nodePort": 30443}],
-        annotations={A + "default-tls-container-ref": ref},
-    )
-    stack = env.stack(config, svc)
-    stack.ensure(spec_for(svc, config))
-    _lb, inv = lb_records(env)
-    listener = only(inv["listeners"])
-    assert (listener["protocol"], listener["default_tls_container_ref"]) == (
-        "TERMINATED_HTTPS",
-        ref,
-    )
-    assert only(inv["pools"])["protocol"] == "HTTP"
-    stack.delete()
-
-
 def test_external_traffic_policy_local_health_monitor(env: Env) -> None:
     config = env.config()
-    svc = service(
+    svc = stored_service(
         "local",
         annotations={A + "enable-health-monitor": "true"},
         externalTrafficPolicy="Local",
@@ -255,7 +251,7 @@ def test_external_traffic_policy_local_health_monitor(env: Env) -> None:
 
 def test_keep_floating_ip_on_delete(env: Env) -> None:
     config = env.config()
-    svc = service("keep", annotations={A + "keep-floatingip": "true"})
+    svc = stored_service("keep", annotations={A + "keep-floatingip": "true"})
     stack = env.stack(config, svc)
     address = stack.ensure(spec_for(svc, config)).outputs["floating_ip"]
     stack.delete()
@@ -264,7 +260,7 @@ def test_keep_floating_ip_on_delete(env: Env) -> None:
     kept = only([f for f in inv["floatingips"] if f["floating_ip_address"] == address])
     assert kept["port_id"] is None
     assert kept["description"].startswith("Floating IP for Kubernetes external service")
-    sdk(env).network.delete_ip(kept["id"])
+    connect(env.topo).network.delete_ip(kept["id"])
 
 
 def test_load_balancer_class(env: Env) -> None:
@@ -277,7 +273,7 @@ floating-subnet-id = {topo["external_subnet_id"]}
 subnet-id = {topo["subnet_id"]}
 """
     )
-    svc = service("classy", annotations={A + "class": "dmz"})
+    svc = stored_service("classy", annotations={A + "class": "dmz"})
     spec = spec_for(svc, config)
     assert spec.vip_subnet_id == topo["subnet_id"]
     stack = env.engine(config).stack(service=spec.service)
@@ -294,11 +290,11 @@ def test_own_load_balancer_id_annotation_changes_nothing(env: Env) -> None:
     """The controller writes ``load-balancer-id`` back as OCCM does; read back as
     ``existing_lb_id`` it names the stack's own load balancer and must not make it shared."""
     config = env.config()
-    svc = service("ownid")
+    svc = stored_service("ownid")
     stack = env.stack(config, svc)
     first = stack.ensure(spec_for(svc, config))
     lb, _inv = lb_records(env)
-    annotated = service("ownid", annotations={A + "load-balancer-id": lb["id"]})
+    annotated = stored_service("ownid", annotations={A + "load-balancer-id": lb["id"]})
     spec = spec_for(annotated, config)
     assert spec.existing_lb_id == lb["id"]
     again = stack.ensure(spec)
@@ -314,7 +310,7 @@ def test_own_load_balancer_id_annotation_changes_nothing(env: Env) -> None:
 def test_a_node_that_sorts_first_changes_members_not_the_vip(env: Env) -> None:
     """Without subnet-id the VIP subnet is the first Node's (OCCM); it is detected once. A Node
     on another network whose name sorts first must not move the VIP (a replacement)."""
-    conn = sdk(env)
+    conn = connect(env.topo)
     other = conn.network.create_network(name="other-nodes")
     other_subnet = conn.network.create_subnet(
         network_id=other.id, cidr="10.1.0.0/24", ip_version=4, name="other-nodes"
@@ -329,14 +325,14 @@ def test_a_node_that_sorts_first_changes_members_not_the_vip(env: Env) -> None:
     ]
     try:
         config = env.config_without_subnet()
-        svc = service("autovip")
+        svc = stored_service("autovip")
         first_spec = spec_for(svc, config)
         stack = env.engine(config).stack(service=first_spec.service)
         first = stack.ensure(first_spec)
         lb, _inv = lb_records(env)
         assert lb["vip_subnet_id"] == env.topo["subnet_id"]
 
-        nodes = [*NODES, node("aaa-first", "10.1.0.13")]
+        nodes = [*NODES, make_node("aaa-first", internal="10.1.0.13", hostname=False)]
         second_spec = spec_for(svc, config, nodes)
         assert second_spec.vip_autodetect_address == "10.1.0.13"  # the first Node moved
         second = stack.ensure(second_spec)

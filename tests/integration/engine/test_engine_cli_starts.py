@@ -23,7 +23,8 @@ from reconciler.engine.stack import ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ def test_create_noop_update_delete(
     if via == "cli":  # as for s3:// and the rest: tags through `pulumi stack tag`
         monkeypatch.setattr(engine_tags, "_stack_folder", lambda _backend: None)
     config = env.config()
-    spec = spec_for(service(f"starts-{via}"), config)
+    spec = spec_for(stored_service(f"starts-{via}"), config)
     stack = env.engine(config).stack(service=spec.service)
 
     created = stack.ensure(spec)
@@ -115,7 +116,7 @@ def test_create_noop_update_delete(
         starts.clear()
         ports = [{"port": 80, "protocol": "TCP", "nodePort": 30080},
                  {"port": 443, "protocol": "TCP", "nodePort": 30443}]  # fmt: skip
-        wider = spec_for(service(f"starts-{via}", ports=ports), config)
+        wider = spec_for(stored_service(f"starts-{via}", ports=ports), config)
         updated = stack.ensure(wider)
         assert updated.changed
         assert updated.resource_changes.get("create", 0) >= 3  # listener, pool, members

@@ -20,39 +20,30 @@ from typing import Any
 
 import pytest
 
-from emulator.cloud import CloudConfig as EmulatorConfig
-from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError
 from reconciler.engine.recovery import alive, children_running, descendants, start_time
 from reconciler.engine.stack import ServiceStack
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
-from tests.integration.engine.conftest import Cloud, Env, only, service, spec_for, wait_until
-from tests.occm import connect
+from tests.builders import stored_service
+from tests.emulated import connect, wait_until
+from tests.integration.engine.conftest import Env, env_of_its_own, only, spec_for
 
 SLOW_CREATE = TimingProfile(name="slow-create", lb_create=4.0, lb_update=0, lb_delete=0, child=0)
 SLOW_CHILD = TimingProfile(name="slow-child", lb_create=0, lb_update=0, lb_delete=0, child=4.0)
 
 
-def _env_with(timing: TimingProfile, toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
-    handle: EmulatorHandle = start(config=EmulatorConfig(timing=timing))
-    try:
-        cloud = Cloud(handle)
-        yield Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=tmp_path)
-        wait_until(lambda: cloud.created() == {} or None, timeout=15)
-    finally:
-        handle.stop()
-
-
 @pytest.fixture
 def slow_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
-    yield from _env_with(SLOW_CREATE, toolchain, tmp_path)
+    with env_of_its_own(toolchain, tmp_path, timing=SLOW_CREATE) as env:
+        yield env
 
 
 @pytest.fixture
 def slow_child_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
-    yield from _env_with(SLOW_CHILD, toolchain, tmp_path)
+    with env_of_its_own(toolchain, tmp_path, timing=SLOW_CHILD) as env:
+        yield env
 
 
 def _pending(state_file: Path) -> list[dict[str, Any]]:
@@ -118,7 +109,7 @@ def _kill_mid_create(
 def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     env = slow_env
     config = env.config()
-    svc = service("crash")
+    svc = stored_service("crash")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
     state_file = _kill_mid_create(env, stack, spec)
@@ -139,7 +130,7 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
 def test_a_torn_checkpoint_sidecar_does_not_wedge_the_stack(env: Env) -> None:
     """A pulumi killed while writing `<stack>.json.attrs` leaves it empty; the next op repairs."""
     config = env.config()
-    spec = spec_for(service("torn"), config)
+    spec = spec_for(stored_service("torn"), config)
     stack = env.engine(config).stack(service=spec.service)
     assert stack.ensure(spec).changed
     sidecar = (
@@ -159,14 +150,14 @@ def test_kill_pulumi_mid_up_then_delete_leaves_nothing(slow_env: Env) -> None:
     cloud but not in the state; ``destroy`` alone would leave it (found by the chaos run)."""
     env = slow_env
     config = env.config()
-    spec = spec_for(service("crash-then-delete"), config)
+    spec = spec_for(stored_service("crash-then-delete"), config)
     _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec)
 
     restarted = env.engine(config).stack(service=spec.service)  # a new process, no memory
     assert restarted.delete().existed
 
     assert env.cloud.lbs() == []
-    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
+    env.cloud.wait_nothing_created(timeout=15)
 
 
 def _ports(*ports: int) -> list[dict[str, Any]]:
@@ -179,10 +170,10 @@ def test_kill_mid_listener_create_then_the_port_is_removed(slow_child_env: Env) 
     deleted it (found by the chaos run: a listener left on a live load balancer)."""
     env = slow_child_env
     config = env.config()
-    spec = spec_for(service("port-gone", ports=_ports(5432)), config)
+    spec = spec_for(stored_service("port-gone", ports=_ports(5432)), config)
     _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec, "Listener")
 
-    changed = spec_for(service("port-gone", ports=_ports(8080)), config)
+    changed = spec_for(stored_service("port-gone", ports=_ports(8080)), config)
     restarted = env.engine(config).stack(service=spec.service)
     assert restarted.ensure(changed).changed
 
@@ -196,7 +187,7 @@ def _recovered_then_failed(env: Env, name: str) -> tuple[LoadBalancerSpec, str]:
     """Kill ``pulumi`` mid listener create, then make the ``up`` that was to adopt the found
     listener fail on its import; returns the spec and the listener's ID."""
     config = env.config()
-    spec = spec_for(service(name, ports=_ports(80)), config)
+    spec = spec_for(stored_service(name, ports=_ports(80)), config)
     _kill_mid_create(env, env.engine(config).stack(service=spec.service), spec, "Listener")
     listener_id = only(env.cloud.inventory()["listeners"])["id"]
     rule = {"operation": "octavia.listener.show", "status": 404, "count": 1}

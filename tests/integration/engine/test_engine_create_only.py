@@ -18,7 +18,8 @@ import pytest
 from reconciler.engine import stack as engine_module
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.stack_spec import StackSpec
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 OTHER_ID = "0b0b0b0b-0b0b-4b0b-8b0b-0b0b0b0b0b0b"
@@ -50,13 +51,13 @@ def test_edit_of_a_create_only_annotation_changes_nothing(
     env: Env, annotation: str, value: str, field: str
 ) -> None:
     config = env.config()
-    svc = service("frozen")
+    svc = stored_service("frozen")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
     first = stack.ensure(spec)
     lb, fip = _cloud(env)
     try:
-        edited = service("frozen", annotations={A + annotation: value})
+        edited = stored_service("frozen", annotations={A + annotation: value})
         result = stack.ensure(spec_for(edited, config))
         assert not result.changed  # no up ran
         assert [f.field for f in result.frozen] == field.split(",")
@@ -78,7 +79,7 @@ def test_cloud_conf_edit_and_restart_keep_every_load_balancer(env: Env) -> None:
     names = ("one", "two", "three")
     stacks = {}
     for name in names:
-        spec = spec_for(service(name), config)
+        spec = spec_for(stored_service(name), config)
         stacks[name] = env.engine(config).stack(service=spec.service)
         stacks[name].ensure(spec)
     before = env.cloud.inventory()
@@ -86,7 +87,7 @@ def test_cloud_conf_edit_and_restart_keep_every_load_balancer(env: Env) -> None:
         edited = env.config("availability-zone = az-other\n")
         restarted = env.engine(edited)
         for name in names:
-            spec = spec_for(service(name), edited)
+            spec = spec_for(stored_service(name), edited)
             assert spec.availability_zone == "az-other"
             result = restarted.stack(service=spec.service).ensure(spec)
             assert not result.changed
@@ -108,7 +109,7 @@ def test_protection_refuses_an_up_that_would_replace_the_load_balancer(
     becomes replace-on-change in a provider upgrade), the real engine refuses the plan and the
     cloud stays as it was; the Service's next ensure, frozen again, is fine; delete works."""
     config = env.config()
-    spec = spec_for(service("braces"), config)
+    spec = spec_for(stored_service("braces"), config)
     stack = env.engine(config).stack(service=spec.service)
     first = stack.ensure(spec)
     lb, fip = _cloud(env)
@@ -120,7 +121,9 @@ def test_protection_refuses_an_up_that_would_replace_the_load_balancer(
         return StackSpec(asked, got.requested, ())
 
     try:
-        edited = spec_for(service("braces", annotations={A + "availability-zone": "az-2"}), config)
+        edited = spec_for(
+            stored_service("braces", annotations={A + "availability-zone": "az-2"}), config
+        )
         monkeypatch.setattr(engine_module, "stack_spec", unfrozen)
         with pytest.raises(EngineError) as failed:
             stack.ensure(edited)
@@ -142,13 +145,13 @@ def test_internal_toggle_removes_and_adds_the_floating_ip(env: Env) -> None:
     (its protection lifted for that); made external again, it gets a new one. The load
     balancer stays throughout."""
     config = env.config()
-    spec = spec_for(service("toggle"), config)
+    spec = spec_for(stored_service("toggle"), config)
     stack = env.engine(config).stack(service=spec.service)
     stack.ensure(spec)
     lb, fip = _cloud(env)
     try:
         internal = spec_for(
-            service(
+            stored_service(
                 "toggle",
                 annotations={"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"},
             ),

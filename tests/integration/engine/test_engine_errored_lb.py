@@ -19,8 +19,9 @@ import requests
 from reconciler.engine.errors import EngineError
 from reconciler.engine.stack import ServiceStack
 from reconciler.model.annotations import CONNECTION_LIMIT
-from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
-from tests.occm import connect
+from tests.builders import stored_service
+from tests.emulated import connect, wait_until
+from tests.integration.engine.conftest import Env, only, spec_for
 
 TIMEOUT = 120.0  # operation_timeout: a destroy stuck on an ERROR child ends here (the bug)
 
@@ -28,7 +29,7 @@ TIMEOUT = 120.0  # operation_timeout: a destroy stuck on an ERROR child ends her
 def _applied(env: Env, name: str) -> tuple[ServiceStack, dict[str, Any], str]:
     """A Service's stack after its first ``ensure``: the stack, the Service, the LB's ID."""
     config = env.config()
-    svc = service(name)
+    svc = stored_service(name)
     stack = env.engine(config, operation_timeout=TIMEOUT).stack(
         service=spec_for(svc, config).service
     )
@@ -38,7 +39,7 @@ def _applied(env: Env, name: str) -> tuple[ServiceStack, dict[str, Any], str]:
 def _emptied(env: Env, stack: ServiceStack) -> None:
     assert stack.delete().existed
     assert env.cloud.lbs() == []
-    wait_until(lambda: env.cloud.created() == {} or None, timeout=15)
+    env.cloud.wait_nothing_created(timeout=15)
 
 
 def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
@@ -102,7 +103,7 @@ def test_delete_of_a_child_the_cloud_lost_is_given_up_and_cascaded(
     (test_engine_errored.py, with the provider's error text from the run)."""
     env, admin = fault_env
     config = env.config()
-    svc = service("lost-delete")
+    svc = stored_service("lost-delete")
     stack = env.engine(config, operation_timeout=TIMEOUT, child_delete_timeout=5).stack(
         service=spec_for(svc, config).service
     )

@@ -18,7 +18,8 @@ import openstack
 import pytest
 
 from reconciler.engine.errors import InvalidConfigError
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -88,7 +89,7 @@ def test_floating_ip_comes_from_the_matching_subnet(
     env: Env, subnets: dict[str, str], annotations: dict[str, str], expected: str
 ) -> None:
     config = env.config()
-    svc = service("fipsub", annotations=annotations)
+    svc = stored_service("fipsub", annotations=annotations)
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
     out = stack.ensure(spec).outputs
@@ -102,7 +103,7 @@ def test_no_matching_subnet_is_an_invalid_spec_listing_the_subnets(
     config = env.config(
         f"floating-subnet = nothing-*\nfloating-network-id = {env.topo['external_network_id']}"
     )
-    svc = service("fipnone")
+    svc = stored_service("fipnone")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
     with pytest.raises(InvalidConfigError, match=r"floating-subnet 'nothing-\*'.*fip-a") as err:

@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 from reconciler.engine.errors import InvalidConfigError
-from tests.integration.engine.conftest import Env, only, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 
 
 def _user_lb(env: Env, name: str) -> Any:
-    conn = sdk(env)
+    conn = connect(env.topo)
     lb = conn.load_balancer.create_load_balancer(name=name, vip_subnet_id=env.topo["subnet_id"])
     conn.load_balancer.wait_for_load_balancer(lb.id, interval=0.2, wait=30)
     return lb
@@ -33,7 +34,7 @@ def test_user_made_load_balancer_outlives_its_services(env: Env, order: tuple[st
         config = env.config()
         stacks = {}
         for port, name in ((81, "first"), (82, "second")):
-            svc = service(
+            svc = stored_service(
                 name,
                 ports=[{"port": port, "protocol": "TCP", "nodePort": 30000 + port}],
                 annotations={A + "load-balancer-id": lb.id},
@@ -53,20 +54,20 @@ def test_user_made_load_balancer_outlives_its_services(env: Env, order: tuple[st
         assert inv["pools"] == []
         assert inv["members"] == []
     finally:
-        sdk(env).load_balancer.delete_load_balancer(lb.id, cascade=True)
+        connect(env.topo).load_balancer.delete_load_balancer(lb.id, cascade=True)
 
 
 def test_joining_on_a_port_in_use_is_refused_up_front(env: Env) -> None:
     """Octavia would answer 409 to the listener for ever; the program says why instead."""
     lb = _user_lb(env, "user-made-busy")
-    conn = sdk(env)
+    conn = connect(env.topo)
     conn.load_balancer.create_listener(
         name="users-own", loadbalancer_id=lb.id, protocol="TCP", protocol_port=80
     )
     conn.load_balancer.wait_for_load_balancer(lb.id, interval=0.2, wait=30)
     try:
         config = env.config()
-        svc = service("busy", annotations={A + "load-balancer-id": lb.id})
+        svc = stored_service("busy", annotations={A + "load-balancer-id": lb.id})
         stack = env.stack(config, svc)
         try:
             with pytest.raises(InvalidConfigError, match=r"port 80/TCP is already used on it by"):
@@ -80,13 +81,13 @@ def test_joining_on_a_port_in_use_is_refused_up_front(env: Env) -> None:
 
 def test_an_external_service_cannot_join_an_internal_owner(env: Env) -> None:
     config = env.config()
-    owner_svc = service(
+    owner_svc = stored_service(
         "inner", annotations={"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}
     )
     owner = env.stack(config, owner_svc)
     lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
     try:
-        svc = service(
+        svc = stored_service(
             "outer",
             ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
             annotations={A + "load-balancer-id": lb_id},

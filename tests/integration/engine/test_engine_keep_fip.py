@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.engine.conftest import Env, only, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -16,7 +17,7 @@ def test_keep_floating_ip_as_the_service_says_at_deletion(
     env: Env, at_up: bool, at_delete: bool
 ) -> None:
     config = env.config()
-    svc = service("keepnow", annotations={A + "keep-floatingip": str(at_up).lower()})
+    svc = stored_service("keepnow", annotations={A + "keep-floatingip": str(at_up).lower()})
     stack = env.stack(config, svc)
     address = stack.ensure(spec_for(svc, config)).outputs["floating_ip"]
     stack.delete(keep_floating_ip=at_delete)
@@ -26,7 +27,7 @@ def test_keep_floating_ip_as_the_service_says_at_deletion(
     if at_delete:
         fip = only(kept)
         assert fip["port_id"] is None
-        sdk(env).network.delete_ip(fip["id"])
+        connect(env.topo).network.delete_ip(fip["id"])
     else:
         assert kept == []
 
@@ -35,10 +36,10 @@ def test_owner_keep_floating_ip_holds_through_the_last_sharer(env: Env) -> None:
     """The owner (keep-floatingip) goes first: its load balancer is released to the Service
     still on it, whose delete then removes the load balancer but not the kept floating IP."""
     config = env.config()
-    owner_svc = service("keeper", annotations={A + "keep-floatingip": "true"})
+    owner_svc = stored_service("keeper", annotations={A + "keep-floatingip": "true"})
     owner = env.stack(config, owner_svc)
     out = owner.ensure(spec_for(owner_svc, config)).outputs
-    sharer_svc = service(
+    sharer_svc = stored_service(
         "rider",
         ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
         annotations={A + "load-balancer-id": out["lb_id"]},
@@ -51,4 +52,4 @@ def test_owner_keep_floating_ip_holds_through_the_last_sharer(env: Env) -> None:
     assert inv["loadbalancers"] == []
     kept = only([f for f in inv["floatingips"] if f["floating_ip_address"] == out["floating_ip"]])
     assert kept["port_id"] is None
-    sdk(env).network.delete_ip(kept["id"])
+    connect(env.topo).network.delete_ip(kept["id"])

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from reconciler.engine.errors import InvalidConfigError
-from tests.integration.engine.conftest import Env, only, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, only, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -31,10 +32,10 @@ def _tags(env: Env, lb_id: str) -> set[str]:
 
 def _owner_and_joiner(env: Env) -> tuple[Any, Any, dict[str, Any], dict[str, Any], str]:
     config = env.config()
-    owner_svc = service("owner")
+    owner_svc = stored_service("owner")
     owner = env.stack(config, owner_svc)
     lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
-    joiner_svc = service(
+    joiner_svc = stored_service(
         "joiner",
         ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
         annotations={A + "load-balancer-id": lb_id},
@@ -87,15 +88,15 @@ def test_max_shared_lb_counts_the_services_on_the_load_balancer_tags(env: Env) -
     """A Service OCCM put on the load balancer is among its tags; with max-shared-lb=2 and the
     owner, a third Service is refused (it counted only listeners before)."""
     config = env.config(load_balancer="max-shared-lb = 2")
-    owner_svc = service("owner")
+    owner_svc = stored_service("owner")
     owner = env.stack(config, owner_svc)
     lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
     occms = "kube_service_kubernetes_other_occms"
-    conn = sdk(env)
+    conn = connect(env.topo)
     conn.load_balancer.update_load_balancer(lb_id, tags=[*_tags(env, lb_id), occms])
     conn.load_balancer.wait_for_load_balancer(lb_id, interval=0.2, wait=30)
     try:
-        svc = service(
+        svc = stored_service(
             "third",
             ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
             annotations={A + "load-balancer-id": lb_id},
@@ -121,7 +122,7 @@ def test_max_shared_lb_counts_the_services_on_the_load_balancer_tags(env: Env) -
 
 def test_tag_annotations_reach_the_cloud_and_change_in_place(env: Env) -> None:
     config = env.config()
-    svc = service(
+    svc = stored_service(
         "tagged",
         annotations={
             A + "load-balancer-tags": "env=prod, team=net",

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from reconciler.engine.errors import EngineError
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, only, spec_for
 
 TIMEOUT = 60.0  # operation_timeout: before the fix the next up waited here on Octavia's 409
 
@@ -37,13 +38,13 @@ def test_a_port_change_whose_create_answer_was_lost_converges(
     config = env.config(load_balancer="create-monitor = true")
     name = "lost-" + operation.split(".")[1]
     stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(service(name, ports=_ports(443)), config).service
+        service=spec_for(stored_service(name, ports=_ports(443)), config).service
     )
-    stack.ensure(spec_for(service(name, ports=_ports(443)), config))
+    stack.ensure(spec_for(stored_service(name, ports=_ports(443)), config))
 
     # the cloud makes the new port's object, the answer is lost: the up fails
     env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
-    moved = spec_for(service(name, ports=_ports(8443)), config)
+    moved = spec_for(stored_service(name, ports=_ports(8443)), config)
     with pytest.raises(EngineError):
         stack.ensure(moved)
     env.cloud.clear_faults()

@@ -11,13 +11,14 @@ from __future__ import annotations
 import pytest
 
 from reconciler.engine.errors import EngineError
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, only, spec_for
 
 
 def test_floating_ip_made_before_its_create_failed_is_adopted(fault_env: tuple[Env, str]) -> None:
     env, _admin = fault_env
     config = env.config()
-    spec = spec_for(service("fip-lost"), config)
+    spec = spec_for(stored_service("fip-lost"), config)
     stack = env.engine(config).stack(service=spec.service)
 
     # the provider's wait for the new floating IP gets a 409: its create "fails"

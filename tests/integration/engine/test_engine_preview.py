@@ -17,7 +17,8 @@ from typing import Any
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
 from reconciler.local.toolchain import REPO_ROOT
-from tests.integration.engine.conftest import CLUSTER, Env, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import CLUSTER, Env, spec_for
 
 A = "loadbalancer.openstack.org/"
 
@@ -60,7 +61,7 @@ def leave_a_pending_create(env: Env, stack_name: str) -> None:
 
 def test_preview_of_a_new_service_leaves_nothing_behind(env: Env) -> None:
     config = env.config()
-    spec = spec_for(service("fresh"), config)
+    spec = spec_for(stored_service("fresh"), config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
     outcome = stack.preview(spec)
@@ -80,7 +81,7 @@ def test_preview_of_a_new_service_leaves_nothing_behind(env: Env) -> None:
 
 def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env) -> None:
     config = env.config()
-    spec = spec_for(service("kept"), config)
+    spec = spec_for(stored_service("kept"), config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
     fip = stack.ensure(spec).outputs["floating_ip"]
@@ -90,7 +91,9 @@ def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env)
         before = config_file.read_bytes()
         leave_a_pending_create(env, stack.name)
 
-        limited = spec_for(service("kept", annotations={A + "connection-limit": "10"}), config)
+        limited = spec_for(
+            stored_service("kept", annotations={A + "connection-limit": "10"}), config
+        )
         outcome = stack.preview(limited)
         (step,) = outcome.steps
         assert (step.name, step.op) == ("listener-tcp-80", "update")
@@ -99,7 +102,7 @@ def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env)
 
         # loadBalancerIP is create-only (OCCM keeps the floating IP on the VIP port): no
         # replacement is previewed, the field is reported as not applied
-        moved = spec_for(service("kept", loadBalancerIP="172.24.4.99"), config)
+        moved = spec_for(stored_service("kept", loadBalancerIP="172.24.4.99"), config)
         previewed = stack.preview(moved)
         assert [s.name for s in previewed.steps] == []
         (frozen,) = previewed.frozen

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.conftest import CLUSTER, NODES, Env, only, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import CLUSTER, NODES, Env, only, spec_for
 
 RANGES = ["192.0.2.0/24", "198.51.100.7/32"]
 TWO_PORTS = [
@@ -34,7 +35,7 @@ Rule = tuple[str, str, str, int, int, str]
 @pytest.fixture
 def node_ports(env: Env) -> Iterator[dict[str, dict[str, Any]]]:
     """A Neutron port per Node of ``NODES`` (name -> the port as the emulator lists it)."""
-    conn = sdk(env)
+    conn = connect(env.topo)
     made = []
     for item in NODES:
         name = item["metadata"]["name"]
@@ -93,7 +94,7 @@ def test_manage_security_groups(
     # amphora proxies (rules from the member subnet); ovn keeps client addresses (the ranges)
     cidrs = ["10.0.0.0/24"] if provider == "amphora" else RANGES
     name = f"sg-{provider}"
-    svc = service(name, ports=TWO_PORTS, loadBalancerSourceRanges=RANGES)
+    svc = stored_service(name, ports=TWO_PORTS, loadBalancerSourceRanges=RANGES)
     spec = spec_for(svc, config)
     uid = svc["metadata"]["uid"]
     group_name = f"lb-sg-{uid}-default-{name}"
@@ -115,7 +116,7 @@ def test_manage_security_groups(
                 assert sorted(listener["allowed_cidrs"]) == RANGES
         assert not stack.ensure(spec).changed
 
-        one = service(name, ports=ONE_PORT, loadBalancerSourceRanges=RANGES)
+        one = stored_service(name, ports=ONE_PORT, loadBalancerSourceRanges=RANGES)
         assert stack.ensure(spec_for(one, config)).changed
         assert only(_groups(env, group_name))["id"] == group["id"]
         assert _ingress(env, group["id"]) == _expected(ONE_PORT, cidrs)

@@ -20,14 +20,15 @@ from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.stack import Engine
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.model.naming import lb_name
-from tests.integration.engine.conftest import Env, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, spec_for
 
 
 def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     config = env.config()
     engine = env.engine(config)
-    a = service("list-a")
-    c = service("list-c")
+    a = stored_service("list-a")
+    c = stored_service("list-c")
     spec_a, spec_c = spec_for(a, config), spec_for(c, config)
     stack_a = engine.stack(service=spec_a.service)
     stack_c = engine.stack(service=spec_c.service)
@@ -39,7 +40,7 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
         started = datetime.now(UTC) - timedelta(seconds=5)
         ensured_a = stack_a.ensure(spec_a)
         lb_id = ensured_a.outputs["lb_id"]
-        b = service(
+        b = stored_service(
             "list-b",
             uid=str(uuid.uuid4()),
             ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
@@ -126,7 +127,7 @@ def test_a_cancelled_engine_starts_no_operation(env: Env) -> None:
     new one, which another engine (the next process) lists and deletes."""
     config = env.config()
     engine = env.engine(config)
-    spec = spec_for(service("cancelled"), config)
+    spec = spec_for(stored_service("cancelled"), config)
     engine.cancel()
     with pytest.raises(InterruptedOperationError, match="not started"):
         engine.stack(service=spec.service).ensure(spec)

@@ -10,38 +10,25 @@ and nothing is created.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from reconciler.engine.adopt import ExistingLoadBalancerError
 from tests import occm
-from tests.integration.engine.conftest import CLUSTER, Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, occm_made, only, spec_for
 
 A = "loadbalancer.openstack.org/"
-WORKERS = [("worker-a", "10.0.0.11"), ("worker-b", "10.0.0.12")]
-
-
-def _occm_made(env: Env, conn: Any, name: str) -> occm.OccmLoadBalancer:
-    """What OCCM left for Service default/<name>: one TCP port, a floating IP."""
-    return occm.make(
-        conn,
-        env.topo,
-        cluster=CLUSTER,
-        namespace="default",
-        name=name,
-        ports=[occm.Port("TCP", 80, 30080, monitor=False)],
-        nodes=WORKERS,
-    )
+PORT = [occm.Port("TCP", 80, 30080, monitor=False)]  # what OCCM made: one TCP port, a floating IP
 
 
 @pytest.mark.parametrize("annotated", [False, True], ids=["plain", "id-annotation"])
 def test_occm_load_balancer_is_taken_over_not_duplicated(env: Env, annotated: bool) -> None:
-    conn = occm.connect(env.topo)
-    made = _occm_made(env, conn, "moved")
+    conn = connect(env.topo)
+    made = occm_made(env, conn, "moved", PORT)
     config = env.config()
     annotations = {A + "load-balancer-id": made.lb_id} if annotated else {}
-    spec = spec_for(service("moved", annotations=annotations), config)
+    spec = spec_for(stored_service("moved", annotations=annotations), config)
     stack = env.engine(config).stack(service=spec.service)
     try:
         result = stack.ensure(spec)
@@ -61,14 +48,14 @@ def test_occm_load_balancer_is_taken_over_not_duplicated(env: Env, annotated: bo
 def test_another_clusters_load_balancer_is_refused(env: Env) -> None:
     """Same --cluster-name, another cluster (OCCM #3102): its load balancer carries another
     cluster identity tag. Nothing is created, the error names it and the way out."""
-    conn = occm.connect(env.topo)
-    made = _occm_made(env, conn, "theirs")
+    conn = connect(env.topo)
+    made = occm_made(env, conn, "theirs", PORT)
     conn.load_balancer.update_load_balancer(
         made.lb_id, tags=[made.name, "kube_cluster_id_00000000-0000-4000-8000-0000000000aa"]
     )
     occm.wait_active(conn, made.lb_id)
     config = env.config()
-    spec = spec_for(service("theirs"), config)
+    spec = spec_for(stored_service("theirs"), config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
     try:

@@ -23,7 +23,9 @@ import requests
 from reconciler.controller.backend import Failure, failure_of
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.recovery import alive, children_running
-from tests.integration.engine.conftest import Env, only, service, spec_for, wait_until
+from tests.builders import stored_service
+from tests.emulated import wait_until
+from tests.integration.engine.conftest import Env, only, spec_for
 
 TIMEOUT = 8.0  # operation_timeout given to the engine
 GRACE = 20.0  # interrupt_grace: SIGINT, then SIGKILL after this long
@@ -66,7 +68,7 @@ def test_hanging_up_is_interrupted_then_next_ensure_converges(
     stuck = {"name": f"kube_service_*_{name}", "outcome": "stuck", "phase": "create"}
     requests.post(f"{admin}/faults/loadbalancers", json=stuck, timeout=10).raise_for_status()
     config = env.config()
-    svc = service(name)
+    svc = stored_service(name)
     spec = spec_for(svc, config)
     stack = env.engine(config, operation_timeout=TIMEOUT, interrupt_grace=GRACE).stack(
         service=spec.service

@@ -15,7 +15,8 @@ import pytest
 
 from emulator.server import EmulatorHandle
 from reconciler.config import parse_cloud_conf
-from tests.integration.engine.conftest import Env, only, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import Env, only, spec_for
 
 
 @pytest.mark.parametrize("entry", ["emulator", "emulator-appcred"])
@@ -32,7 +33,7 @@ def test_credentials_from_clouds_yaml(
     assert parsed.config.auth.auth_url == env.topo["auth_url"]
     assert parsed.config.auth.cloud == ""
     config = parsed.config
-    svc = service(f"clouds-{entry}")
+    svc = stored_service(f"clouds-{entry}")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
     out = stack.ensure(spec).outputs

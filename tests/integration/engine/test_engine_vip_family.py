@@ -7,20 +7,21 @@ from __future__ import annotations
 import pytest
 
 from reconciler.engine.errors import InvalidConfigError
-from tests.integration.engine.conftest import Env, service, spec_for
-from tests.integration.engine.test_engine_cases import sdk
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, spec_for
 
 A = "loadbalancer.openstack.org/"
 
 
 def test_ipv6_subnet_for_an_ipv4_service_is_refused(env: Env) -> None:
-    conn = sdk(env)
+    conn = connect(env.topo)
     v6 = conn.network.create_subnet(
         network_id=env.topo["network_id"], name="vip-v6", cidr="fd00:30::/64", ip_version=6
     )
     try:
         config = env.config()
-        spec = spec_for(service("family", annotations={A + "subnet-id": v6.id}), config)
+        spec = spec_for(stored_service("family", annotations={A + "subnet-id": v6.id}), config)
         stack = env.engine(config).stack(service=spec.service)
         try:
             with pytest.raises(InvalidConfigError, match="is an IPv6 subnet but the Service's"):

@@ -22,14 +22,15 @@ from reconciler.engine.provider_config import provider_config
 from reconciler.model import LoadBalancerSpec
 from stacks import lookups
 from stacks.vocabulary import INVALID_SPEC_MARKER
-from tests import occm
-from tests.integration.engine.conftest import Env, service, spec_for
+from tests.builders import stored_service
+from tests.emulated import connect
+from tests.integration.engine.conftest import Env, spec_for
 
 
 @pytest.fixture
 def nets(env: Env) -> Iterator[dict[str, str]]:
     t = env.topo
-    conn = occm.connect(t)
+    conn = connect(t)
     v6 = conn.network.create_subnet(
         network_id=t["network_id"], name="private-v6", cidr="fd00:10::/64", ip_version=6
     )
@@ -75,7 +76,7 @@ def _check(env: Env, tmp_path: Path, spec: LoadBalancerSpec) -> None:
 
 
 def _spec(env: Env, family: str, **vip: Any) -> LoadBalancerSpec:
-    spec = spec_for(service("family"), env.config())
+    spec = spec_for(stored_service("family"), env.config())
     fields = {"vip_subnet_id": None, "vip_network_id": None, **vip}
     return dataclasses.replace(spec, ip_family=family, **fields)
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from reconciler.local.toolchain import REPO_ROOT
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, service, spec_for
+from tests.builders import stored_service
+from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
 
 def _pulumi(env: Env, backend: str, *args: str, json_flag: bool = True) -> Any:
@@ -36,7 +37,7 @@ def _pulumi(env: Env, backend: str, *args: str, json_flag: bool = True) -> Any:
 
 def test_stack_ls_output_history_export(env: Env) -> None:
     config = env.config()
-    spec = spec_for(service("inspect"), config)
+    spec = spec_for(stored_service("inspect"), config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
     ensured = stack.ensure(spec)
@@ -69,7 +70,7 @@ def test_engine_needs_no_pulumi_on_the_process_path(
     """The in-cluster image need not put the toolchain on PATH: the engine uses its own."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     config = env.config()
-    spec = spec_for(service("nopath"), config)
+    spec = spec_for(stored_service("nopath"), config)
     stack = env.engine(config).stack(service=spec.service)
     assert stack.ensure(spec).changed
     stack.delete()
