@@ -191,7 +191,8 @@ def example_service(
         deleting=deleting,
         annotations=annotations,
     )
-    service["spec"].update(copy.deepcopy(spec))
+    for key, value in spec.items():
+        _put(service["spec"], key, value)
     if ingress is not None:
         service["status"] = {"loadBalancer": {"ingress": copy.deepcopy(list(ingress))}}
     return service
