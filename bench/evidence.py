@@ -137,6 +137,15 @@ def _describe(kind: str, record: Mapping[str, Any]) -> str:
     return f"cloud {kind[:-1]} {record.get('id')} {said}"[:LINE_CHARS]
 
 
+def _first_and_last(text: str, name: str, *, first: int = 5) -> list[str]:
+    """The lines naming ``name``: the first ``first`` (the create that made it) and the last
+    ones, :data:`LOG_LINES` in all, each cut short."""
+    found = [line[:LINE_CHARS] for line in text.splitlines() if name in line]
+    if len(found) <= LOG_LINES:
+        return found
+    return [*found[:first], "...", *found[-(LOG_LINES - first) :]]
+
+
 def orphan(
     *,
     kind: str,
@@ -187,7 +196,7 @@ def orphan(
         )
         names.append(other_id)
     for name in dict.fromkeys(names):
-        out += [f"emulator {line}" for line in log_lines(emulator_log, name)]
+        out += [f"emulator {line}" for line in _first_and_last(emulator_log, name)]
     for name in dict.fromkeys(names):
         out += [f"log {line}" for line in log_lines(log_text, name)]
     return out

@@ -136,3 +136,17 @@ def test_an_orphan_gone_meanwhile_says_so() -> None:
     assert orphan(kind="ports", rid="x", resources={}, log_text="", emulator_log="") == [
         "cloud port x: gone from the cloud"
     ]
+
+
+def test_an_orphans_emulator_lines_keep_the_create_that_made_it() -> None:
+    emulator = "\n".join(
+        [f"POST /networking/v2.0/floatingips -> 201 id={FIP}"]
+        + [f"GET /networking/v2.0/floatingips/{FIP} -> 200 #{i}" for i in range(60)]
+    )
+    lines = orphan(
+        kind="floatingips", rid=FIP, resources=RESOURCES, log_text="", emulator_log=emulator
+    )
+    said = [line for line in lines if line.startswith("emulator ")]
+    assert said[0] == f"emulator POST /networking/v2.0/floatingips -> 201 id={FIP}"
+    assert said[-1].endswith("#59")
+    assert len(said) == 26  # 25 lines and the gap between them
