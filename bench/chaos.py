@@ -43,9 +43,9 @@ from typing import Any
 
 import requests
 
-from bench.evidence import collect
+from bench.evidence import collect, orphan, orphan_key
 from bench.harness import CLUSTER, NAMESPACE, SERVICES, Environment, service_body
-from bench.invariants import Violation, check, node_addresses, service_view
+from bench.invariants import CLOUD, Violation, check, node_addresses, service_view
 from emulator.faults import FaultConfig, FaultRule, LbFault
 from reconciler.controller.kubeapi import KubeError
 from reconciler.model import naming
@@ -429,15 +429,32 @@ class Chaos:
             log_text = self.env.log_path.read_text(errors="replace")
         except OSError:
             log_text = ""
+        try:
+            emulator_log = self.env.emulator_log_path.read_text(errors="replace")
+        except OSError:
+            emulator_log = ""
         events = self.env.kube.list(f"/api/v1/namespaces/{NAMESPACE}/events").get("items", [])
-        return collect(
+        resources = self.env.emulator.cloud.inventory()["resources"]
+        out = collect(
             services=[v.service for v in found if "/" in v.service],
             cluster=CLUSTER,
             events=events,
             log_text=log_text,
             backend=self.env.demo.state / "backend",
-            resources=self.env.emulator.cloud.inventory()["resources"],
+            resources=resources,
         )
+        for v in found:
+            key = orphan_key(v.what) if v.service == CLOUD else None
+            if key is not None:
+                kind, rid = key
+                out[f"{CLOUD} {kind[:-1]} {rid}"] = orphan(
+                    kind=kind,
+                    rid=rid,
+                    resources=resources,
+                    log_text=log_text,
+                    emulator_log=emulator_log,
+                )
+        return out
 
     def _idle(self) -> bool:
         try:
@@ -481,6 +498,7 @@ def run_chaos(options: Options) -> dict[str, Any]:
             "chaos_nodes_at_end": len(chaos.nodes),
             "violations": [str(v) for v in found],
             "controller_log": str(env.log_path) if options.folder else None,
+            "emulator_log": str(env.emulator_log_path) if options.folder else None,
             "evidence": evidence,
         }
 

@@ -1,5 +1,8 @@
 """What a failed chaos run leaves to read: for each Service with a violation, its Events, the
-controller's last log lines about it, its stack's state and its load balancer in the cloud.
+controller's last log lines about it, its stack's state and its load balancer in the cloud; for
+each cloud object without a Service (:func:`orphan`), the object as the cloud has it (a port's
+``device_owner``/``device_id``, a floating IP's description, address and port, the object it
+hangs from) and the emulator's request log and controller log lines that name it.
 
 A run that fails in CI is gone with its machine; these lines are printed with the violations so
 the cause can be found from the CI log alone. Reading only, nothing here changes anything.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,7 @@ from reconciler.engine.plan import stack_name
 from reconciler.model import naming
 from stacks.vocabulary import PROJECT, logical_name
 
-__all__ = ["collect", "log_lines", "objects_of", "stack_lines"]
+__all__ = ["collect", "log_lines", "objects_of", "orphan", "orphan_key", "stack_lines"]
 
 LOG_LINES = 25
 LINE_CHARS = 600
@@ -106,4 +110,93 @@ def collect(
         lines += objects_of(resources, lb_name)
         lines += [f"log {line}" for line in log_lines(log_text, name)]
         out[key] = lines
+    return out
+
+
+_ORPHAN = re.compile(r"^(?P<kind>[a-z]+) (?P<id>[0-9A-Za-z-]+)\b.* has no Service$")
+_FIELDS = {
+    "floatingips": ("floating_ip_address", "description", "port_id", "fixed_ip_address", "tags"),
+    "ports": ("name", "device_owner", "device_id", "network_id", "fixed_ips", "description"),
+    "loadbalancers": ("name", "provisioning_status", "vip_port_id", "vip_address", "tags"),
+}
+
+
+def orphan_key(what: str) -> tuple[str, str] | None:
+    """(collection, ID) of a cloud violation's text (``floatingip <id> has no Service``)."""
+    m = _ORPHAN.match(what)
+    return (f"{m['kind']}s", m["id"]) if m else None
+
+
+def _record(resources: Mapping[str, Sequence[Mapping[str, Any]]], kind: str, rid: str) -> Any:
+    return next((r for r in resources.get(kind, []) if r.get("id") == rid), None)
+
+
+def _describe(kind: str, record: Mapping[str, Any]) -> str:
+    fields = _FIELDS.get(kind, ("name", "provisioning_status"))
+    said = " ".join(f"{f}={json.dumps(record.get(f))}" for f in fields if f in record)
+    return f"cloud {kind[:-1]} {record.get('id')} {said}"[:LINE_CHARS]
+
+
+def _first_and_last(text: str, name: str, *, first: int = 5) -> list[str]:
+    """The lines naming ``name``: the first ``first`` (the create that made it) and the last
+    ones, :data:`LOG_LINES` in all, each cut short."""
+    found = [line[:LINE_CHARS] for line in text.splitlines() if name in line]
+    if len(found) <= LOG_LINES:
+        return found
+    return [*found[:first], "...", *found[-(LOG_LINES - first) :]]
+
+
+def orphan(
+    *,
+    kind: str,
+    rid: str,
+    resources: Mapping[str, Sequence[Mapping[str, Any]]],
+    log_text: str,
+    emulator_log: str,
+) -> list[str]:
+    """The evidence for one cloud object without a Service: the object, what it is tied to
+    (a port's device, a floating IP's port, the floating IP on a port or backed by it), then
+    the emulator's and the controller's log lines naming its ID (or its address)."""
+    record = _record(resources, kind, rid)
+    if record is None:
+        return [f"cloud {kind[:-1]} {rid}: gone from the cloud"]
+    out = [_describe(kind, record)]
+    names = [rid]
+    related: list[tuple[str, str]] = []
+    if kind == "ports":
+        owner = str(record.get("device_owner") or "")
+        device = str(record.get("device_id") or "")
+        if owner == "network:floatingip" and device:
+            related.append(("floatingips", device))  # the floating IP this port backs
+        elif owner.startswith("Octavia") and device:
+            related.append(("loadbalancers", device.removeprefix("lb-")))
+        related += [
+            ("floatingips", str(f["id"]))
+            for f in resources.get("floatingips", [])
+            if f.get("port_id") == rid
+        ]
+    if kind == "floatingips":
+        if record.get("floating_ip_address"):
+            names.append(str(record["floating_ip_address"]))
+        if record.get("port_id"):
+            related.append(("ports", str(record["port_id"])))
+        related += [
+            ("ports", str(p["id"]))
+            for p in resources.get("ports", [])
+            if p.get("device_owner") == "network:floatingip" and p.get("device_id") == rid
+        ]
+    if kind == "loadbalancers" and record.get("vip_port_id"):
+        related.append(("ports", str(record["vip_port_id"])))
+    for other_kind, other_id in related:
+        other = _record(resources, other_kind, other_id)
+        out.append(
+            _describe(other_kind, other)
+            if other is not None
+            else f"cloud {other_kind[:-1]} {other_id}: not in the cloud"
+        )
+        names.append(other_id)
+    for name in dict.fromkeys(names):
+        out += [f"emulator {line}" for line in _first_and_last(emulator_log, name)]
+    for name in dict.fromkeys(names):
+        out += [f"log {line}" for line in log_lines(log_text, name)]
     return out

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,27 @@ NAMESPACE = "bench"
 CLUSTER = "bench"
 SERVICES = f"/api/v1/namespaces/{NAMESPACE}/services"
 UNLIMITED = {"floatingip": -1, "port": -1, "security_group": -1, "security_group_rule": -1}
+
+
+EMULATOR_LOG = "emulator.log"
+
+
+@contextlib.contextmanager
+def _request_log(path: Path) -> Iterator[None]:
+    """Append the emulator's request log (logger ``emulator``, in this process) to ``path``
+    while the environment runs: what a failed chaos run's evidence quotes."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger = logging.getLogger("emulator")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
 
 
 def bench_topology() -> Topology:
@@ -168,6 +190,7 @@ class Environment:
             plane = stack.enter_context(
                 LocalControlPlane.start(toolchain=toolchain, folder=base / "plane", keep=keep)
             )
+            stack.enter_context(_request_log(base / EMULATOR_LOG))
             emulator = start_emulator(
                 config=CloudConfig(
                     timing=TimingProfile.named(profile),
@@ -214,6 +237,11 @@ class Environment:
     @property
     def log_path(self) -> Path:
         return self.demo.folder / "controller.log"
+
+    @property
+    def emulator_log_path(self) -> Path:
+        """The emulator's request log (one line per request, a create's new ID in it)."""
+        return self.plane.folder.parent / EMULATOR_LOG
 
     def start_controller(self, *, timeout: float = 120.0) -> subprocess.Popen[bytes]:
         """Start ``lb-reconciler run``; return once its ``/metrics`` answers."""

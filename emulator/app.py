@@ -16,6 +16,7 @@ the drop on the socket itself. Tests can call it directly, with no server.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -109,13 +110,16 @@ class EmulatorApp:
             service_url=f"{base_url}/{prefix}",
         )
         response = self._handle(request, service)
-        if response is None:
-            log.info("%s %s -> dropped (%s)", request.method, path, request_id)
+        if response is None or response.dropped:
+            lost = f" after {response.status}{made(response)}" if response is not None else ""
+            log.info("%s %s -> dropped%s (%s)", request.method, path, lost, request_id)
             return None
         response.headers = {"X-OpenStack-Request-Id": request_id, **response.headers}
         if response.body is not None:
             response.headers["Content-Type"] = "application/json"
-        log.info("%s %s -> %s (%s)", request.method, path, response.status, request_id)
+        log.info(
+            "%s %s -> %s%s (%s)", request.method, path, response.status, made(response), request_id
+        )
         return response
 
     def _handle(self, request: Request, service: Service | None) -> Response | None:
@@ -146,10 +150,10 @@ class EmulatorApp:
                     time.sleep(decision.latency)
                 if decision.drop:
                     return None
-                if decision.lose_answer:
+                if decision.lose_answer:  # carried out; the answer (logged) is dropped
                     with self.cloud.store.lock:
-                        route.handler(request)
-                    return None
+                        done = route.handler(request)
+                    return dataclasses.replace(done, dropped=True)
                 if decision.rule is not None:
                     raise self._injected(
                         route.op, decision.rule.status, decision.rule.quota, decision.rule.message
@@ -173,3 +177,13 @@ class EmulatorApp:
                 f"Quota has been met for resources: {QUOTA_TITLES.get(resource, resource)}"
             )
         return Conflict(f"Quota exceeded for resources: ['{resource}'].", kind="OverQuota")
+
+
+def made(response: Response) -> str:
+    """`` id=<ID>`` of the object a create answered with (``{"<kind>": {"id": ...}}``), so the
+    request log names what each POST made (the chaos run's evidence); empty otherwise."""
+    body = response.body
+    if response.status not in (200, 201, 202) or not isinstance(body, dict) or len(body) != 1:
+        return ""
+    (record,) = body.values()
+    return f" id={record['id']}" if isinstance(record, dict) and record.get("id") else ""

@@ -78,6 +78,7 @@ class Response:
     status: int
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    dropped: bool = False  # carried out, but the connection is dropped without this answer
 
     def encoded(self) -> bytes:
         if self.body is None:

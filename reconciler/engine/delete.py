@@ -10,7 +10,11 @@
   balancer without deleting it takes its name off the load balancer's tags
   (:mod:`reconciler.engine.lb_tags`).
 * **What the recovery found**: objects an interrupted create made, never in the state, are
-  deleted directly (:func:`reconciler.engine.cloud_delete.delete_unadopted`).
+  deleted directly (:func:`reconciler.engine.cloud_delete.delete_unadopted`). After an ``up``
+  that did not finish, that includes a load balancer or floating IP whose create answer was
+  lost (no pending operation): looked for with the spec that ``up`` was given
+  (:func:`reconciler.engine.lost.configured_spec`), only by this Service's own name and
+  description (a floating IP only while on no port), so nothing this cluster did not create.
 * **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
   deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
   right before ``destroy``, and again by the next attempt after a crash.
@@ -34,7 +38,7 @@ from reconciler.engine.cloud_delete import (
     retry_destroy_after_cascade,
 )
 from reconciler.engine.errors import ConflictError, EngineError
-from reconciler.engine.handle import StackHandle, quiet
+from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import remove_tag
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
@@ -73,8 +77,11 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
     outputs = outputs_from_tags(current) if HASH_TAG in current else None
     if outputs is None:
-        ss.recover(stack, rest=rest)
+        # Something may have been made that the state never heard of (a create whose answer
+        # was lost leaves no pending operation): look for what the last `up` was asked to make
+        # (reconciler.engine.lost), or destroy would leave it behind for ever.
         outputs = ss.outputs_of(stack)
+        ss.recover(stack, ss.configured_spec_of() or applied_spec_from(outputs), rest=rest)
     unadopted, ss.imports = ss.imports, {}
     lb_id = str(outputs.get("lb_id") or "")
     shared = bool(outputs.get("shared"))

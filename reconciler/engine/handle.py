@@ -18,7 +18,7 @@ from pulumi import automation as auto
 from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import InterruptedOperationError
-from reconciler.engine.lost import carried_imports, lost_children, lost_lookups
+from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import (
@@ -31,7 +31,7 @@ from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outp
 from reconciler.engine.tags import StackTags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
-from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT
+from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
 
 __all__ = ["StackHandle", "applied_spec_from", "quiet"]
 
@@ -215,6 +215,15 @@ class StackHandle:
         except OSError:
             return {}
         return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
+
+    def configured_spec_of(self) -> LoadBalancerSpec | None:
+        """The spec in the stack's config file: what the last ``up`` was given (whether or not
+        it finished); None without one."""
+        try:
+            text = (self.work_dir / f"Pulumi.{self.name}.yaml").read_text()
+        except OSError:
+            return None
+        return configured_spec(text, key=f"{CONFIG_NAMESPACE}:{SPEC_KEY}")
 
 
 def applied_spec_from(outputs: Mapping[str, Any]) -> LoadBalancerSpec | None:

@@ -29,6 +29,12 @@ fills it in. A reference nothing resolves drops the lookup. Only the stack's own
 
 **Carried imports** (:func:`carried_imports`): imports an earlier ``up`` was given and did not
 finish, read back from the stack's configuration.
+
+**A delete after an ``up`` that did not finish** looks for the same objects, with the spec that
+``up`` was given (:func:`configured_spec`, read back from the stack's configuration; the last
+applied spec when there is none): found by the CI chaos run (seed 7), a floating IP whose create
+answer was lost, then its Service deleted. The state never had it, ``destroy`` did not see it,
+and it stayed in the cloud (with its port on the external network) for ever.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ from stacks.vocabulary import (
 __all__ = [
     "PendingCreate",
     "carried_imports",
+    "configured_spec",
     "lost_children",
     "lost_lookups",
     "pending_creates",
@@ -185,3 +192,16 @@ def carried_imports(config_text: str, *, key: str) -> dict[str, str]:
     if not isinstance(raw, dict):
         return {}
     return {str(k): str(v) for k, v in raw.items() if k and v}
+
+
+def configured_spec(config_text: str, *, key: str) -> LoadBalancerSpec | None:
+    """The spec the last ``up`` was given (``key`` in a stack's ``Pulumi.<stack>.yaml``, written
+    before every ``up``); None for anything absent or unreadable."""
+    try:
+        config = yaml.safe_load(config_text) or {}
+        raw = (config.get("config") or {}).get(key)
+        if not isinstance(raw, str) or not raw:
+            return None
+        return LoadBalancerSpec.from_dict(json.loads(raw))
+    except (ValueError, TypeError, KeyError, yaml.YAMLError, AttributeError):
+        return None

@@ -38,3 +38,31 @@ def test_floating_ip_made_before_its_create_failed_is_adopted(fault_env: tuple[E
     assert not stack.ensure(spec).changed
     assert stack.delete().existed
     assert env.cloud.inventory()["floatingips"] == []
+
+
+@pytest.mark.parametrize("operation", ["neutron.floatingip.create", "octavia.loadbalancer.create"])
+def test_an_object_whose_create_answer_was_lost_goes_with_its_deleted_service(
+    fault_env: tuple[Env, str], operation: str
+) -> None:
+    """Found by the CI chaos run (seed 7): a floating IP and its port outlived their Service.
+
+    The cloud made the object and the answer was lost, so the ``up`` failed with no ID and no
+    pending operation in the state; then the Service was deleted. ``delete`` recovered without
+    a spec, so it never looked for what the last ``up`` was asked to make: ``destroy`` removed
+    what the state held and the object stayed for ever."""
+    env, _admin = fault_env
+    config = env.config()
+    name = "gone-" + operation.split(".")[1]
+    spec = spec_for(service(name), config)
+    stack = env.engine(config).stack(service=spec.service)
+
+    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
+    with pytest.raises(EngineError):
+        stack.ensure(spec)
+    env.cloud.clear_faults()
+    kind = "floatingips" if operation.startswith("neutron") else "loadbalancers"
+    assert len(env.cloud.inventory()[kind]) == 1  # made, but no state has it
+
+    assert stack.delete().existed
+
+    assert env.cloud.created() == {}  # no floating IP, its port, load balancer or VIP port

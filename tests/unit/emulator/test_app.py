@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 
-from emulator.app import EmulatorApp
+import pytest
+
+from emulator.app import EmulatorApp, made
 from emulator.cloud import Cloud
 from emulator.context import AuthContext
 from emulator.faults import FaultConfig, FaultRule, LbFault
 from emulator.timing import ManualClock
+from emulator.web import Response
 
 
 def test_handle_answers_with_request_id_and_json(cloud: Cloud) -> None:
@@ -139,3 +143,30 @@ def test_forcing_a_stuck_delete_to_deleted_removes_the_lb(
     assert cloud.store.get("loadbalancer", lb["id"]) is None
     assert cloud.store.all("listener") == []
     assert lb["vip_port_id"] not in {p["id"] for p in cloud.store.all("port")}
+
+
+def test_the_request_log_names_what_a_create_made_even_when_its_answer_is_lost() -> None:
+    """The chaos run's evidence for a cloud orphan quotes the lines naming its ID: a POST's
+    path has none, so the log line carries the new object's (also for a lost answer)."""
+    assert made(Response(201, {"floatingip": {"id": "f-1", "port_id": None}})) == " id=f-1"
+    assert made(Response(202, {"loadbalancer": {"id": "lb-1"}})) == " id=lb-1"
+    assert made(Response(200, {"floatingips": [{"id": "f-1"}]})) == ""
+    assert made(Response(409, {"NeutronError": {"message": "x"}})) == ""
+    assert made(Response(204)) == ""
+
+
+def test_a_lost_answer_is_logged_with_the_id_it_would_have_carried(
+    cloud: Cloud, caplog: pytest.LogCaptureFixture
+) -> None:
+    cloud.faults.configure(
+        FaultConfig(
+            rules=(FaultRule(operation="keystone.versions", drop=True, after=True, count=1),)
+        )
+    )
+    app = EmulatorApp(cloud=cloud)
+    with caplog.at_level(logging.INFO, logger="emulator"):
+        answer = app.handle(
+            method="GET", path="/identity/", query_string="", headers={}, body=b"", base_url="x"
+        )
+    assert answer is None  # carried out, the connection dropped
+    assert "GET /identity/ -> dropped after 300" in caplog.text
