@@ -53,7 +53,7 @@ def test_an_object_whose_create_answer_was_lost_goes_with_its_deleted_service(
     env, _admin = fault_env
     config = env.config()
     name = "gone-" + operation.split(".")[1]
-    spec = spec_for(service(name), config)
+    spec = spec_for(stored_service(name), config)
     stack = env.engine(config).stack(service=spec.service)
 
     env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
