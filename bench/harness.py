@@ -49,7 +49,7 @@ from bench.baseline_job import shape_json
 from bench.procfs import Sampler
 from bench.stats import metric_sum, parse_metrics, resources
 from bench.watch import ServiceWatch
-from emulator.cloud import CloudConfig
+from emulator.cloud import EmulatorConfig
 from emulator.server import EmulatorHandle
 from emulator.server import start as start_emulator
 from emulator.timing import TimingProfile
@@ -192,7 +192,7 @@ class Environment:
             )
             stack.enter_context(_request_log(base / EMULATOR_LOG))
             emulator = start_emulator(
-                config=CloudConfig(
+                config=EmulatorConfig(
                     timing=TimingProfile.named(profile),
                     topology=bench_topology(),
                     state_file=base / "emulator.db" if emulator_state else None,

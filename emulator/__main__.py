@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from emulator.cloud import CloudConfig
+from emulator.cloud import EmulatorConfig
 from emulator.faults import FaultConfig
 from emulator.server import start
 from emulator.timing import PROFILES, TimingProfile
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             faults = FaultConfig(
                 seed=args.seed, rules=faults.rules, loadbalancers=faults.loadbalancers
             )
-        config = CloudConfig(
+        config = EmulatorConfig(
             timing=TimingProfile.named(args.timing),
             faults=faults,
             topology=load_topology(path=args.topology),

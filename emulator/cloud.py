@@ -40,7 +40,7 @@ _SEED_MARK = "seeded"
 
 
 @dataclass(frozen=True)
-class CloudConfig:
+class EmulatorConfig:
     """How to build a cloud: timing, faults, topology and where to keep state."""
 
     timing: TimingProfile = INSTANT
@@ -50,7 +50,7 @@ class CloudConfig:
 
 
 class Cloud:
-    def __init__(self, *, config: CloudConfig, clock: Clock | None = None) -> None:
+    def __init__(self, *, config: EmulatorConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.store = Store(path=config.state_file)

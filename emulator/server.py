@@ -2,7 +2,7 @@
 
 :func:`start` is the entry point for tests and the CLI::
 
-    handle = start(port=0, config=CloudConfig(timing=CLOUDLIKE))
+    handle = start(port=0, config=EmulatorConfig(timing=CLOUDLIKE))
     handle.url            # http://127.0.0.1:PORT
     handle.auth_url       # http://127.0.0.1:PORT/identity/v3
     handle.write_clouds_yaml(path=...)
@@ -35,7 +35,7 @@ from typing import Any
 from aiohttp import web
 
 from emulator.app import EmulatorApp
-from emulator.cloud import Cloud, CloudConfig
+from emulator.cloud import Cloud, EmulatorConfig
 from emulator.clouds import write_clouds_yaml, write_env_file
 from emulator.front import make_web_app
 
@@ -132,10 +132,10 @@ async def _serve(*, app: web.Application, sock: socket.socket) -> web.AppRunner:
 
 
 def start(
-    *, host: str = "127.0.0.1", port: int = 0, config: CloudConfig | None = None
+    *, host: str = "127.0.0.1", port: int = 0, config: EmulatorConfig | None = None
 ) -> EmulatorHandle:
     """Start the emulator in a background thread; ``port=0`` picks a free port."""
-    cloud = Cloud(config=config or CloudConfig())
+    cloud = Cloud(config=config or EmulatorConfig())
     try:
         sock = socket.create_server((host, port), reuse_port=False)
     except OSError:

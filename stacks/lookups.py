@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import pulumi_openstack as openstack
 
 from reconciler.config.subnet_match import SubnetCandidate, SubnetPatternError, matching_subnets
+from reconciler.model.annotations import FLOATING_NETWORK_ID, LOAD_BALANCER_ID, PREFIX, SUBNET_ID
 from reconciler.model.naming import services_tagged
 from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
 from stacks.shared import SharedLoadBalancer
@@ -94,8 +95,7 @@ def vip_subnet_id(spec: LoadBalancerSpec) -> str:
         if _no_result(exc) or _many_results(exc):
             raise InvalidSpecError(
                 f"cannot find the VIP subnet: no single Neutron port has the Node address "
-                f"{address}; set subnet-id in cloud.conf or the "
-                "loadbalancer.openstack.org/subnet-id annotation"
+                f"{address}; set subnet-id in cloud.conf or the {SUBNET_ID} annotation"
             ) from exc
         raise
     try:
@@ -107,14 +107,14 @@ def vip_subnet_id(spec: LoadBalancerSpec) -> str:
             raise InvalidSpecError(
                 f"network {port.network_id} of Node address {address} has no single "
                 f"IPv{_ip_version(spec)} subnet; set subnet-id in cloud.conf or the "
-                "loadbalancer.openstack.org/subnet-id annotation"
+                f"{SUBNET_ID} annotation"
             ) from exc
         raise
     return str(subnet.id)
 
 
 _WHERE = (
-    "the loadbalancer.openstack.org/{key} annotation, or {key} in the Service's "
+    "the " + PREFIX + "{key} annotation, or {key} in the Service's "
     "[LoadBalancerClass] or in [LoadBalancer] of cloud.conf"
 )
 
@@ -188,7 +188,7 @@ def external_network_id() -> str | None:
         if _many_results(exc):
             raise InvalidSpecError(
                 "the cloud has several external networks; set floating-network-id in "
-                "cloud.conf or the loadbalancer.openstack.org/floating-network-id annotation"
+                f"cloud.conf or the {FLOATING_NETWORK_ID} annotation"
             ) from exc
         if _no_result(exc):
             return None
@@ -281,7 +281,7 @@ def shared_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> SharedLoadBalanc
     except Exception as exc:
         if _no_result(exc):
             raise InvalidSpecError(
-                f"load balancer {lb_id} (loadbalancer.openstack.org/load-balancer-id) does not "
+                f"load balancer {lb_id} ({LOAD_BALANCER_ID}) does not "
                 "exist; remove the annotation or give an existing load balancer"
             ) from exc
         raise

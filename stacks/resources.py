@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_openstack as openstack
 
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec
 from stacks import lookups
 from stacks.lookups import InvalidSpecError
@@ -123,7 +124,7 @@ def existing_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> Target:
     if spec.internal:
         raise InvalidSpecError(
             "an internal Service cannot share a load balancer (its floating IP would expose it); "
-            "remove loadbalancer.openstack.org/load-balancer-id or the internal annotation"
+            f"remove {LOAD_BALANCER_ID} or the internal annotation"
         )
     shared = lookups.shared_load_balancer(spec, lb_id)
     if spec.name not in shared.other_services and len(shared.other_services) >= (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from reconciler.model.naming import SERVICE_PREFIX
 from reconciler.model.spec import LoadBalancerSpec
 
@@ -57,6 +58,6 @@ def shared_problems(
         problems.append(
             "it has no floating IP (its owner is internal): an external Service on it would not "
             "be reachable from outside; share a load balancer of an external Service, or remove "
-            "loadbalancer.openstack.org/load-balancer-id"
+            + LOAD_BALANCER_ID
         )
     return problems

@@ -4,7 +4,7 @@ openstacksdk connection, a cloud.conf for it, a wait helper.
 Shared by tests/integration/emulator, tests/integration/engine and tests/e2e. Every emulator a
 test starts comes from :func:`running_emulator` (a context manager) or :func:`emulator_fixture`
 (a pytest fixture around it): a free loopback port (``port=0``), the timing profile the level
-needs (``emulator.timing``; ``instant`` by default, as ``emulator.cloud.CloudConfig``), optional
+needs (``emulator.timing``; ``instant`` by default, as ``emulator.cloud.EmulatorConfig``), optional
 fault rules and state file, stopped when the block or the fixture's scope ends.
 """
 
@@ -20,7 +20,7 @@ import openstack
 import pytest
 import requests
 
-from emulator.cloud import CloudConfig as EmulatorConfig
+from emulator.cloud import EmulatorConfig
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import INSTANT, TimingProfile

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reconciler.engine.adopt_plan import Found, Obj
+from reconciler.model.annotations import LOAD_BALANCER_ID
 from reconciler.model.naming import (
     CLUSTER_ID_TAG_PREFIX,
     SERVICE_PREFIX,
@@ -47,7 +48,7 @@ def choose_load_balancer(
             return own[0], False, []
         if annotated is None:
             problem = (
-                f"loadbalancer.openstack.org/load-balancer-id names {wanted}, which does not "
+                f"{LOAD_BALANCER_ID} names {wanted}, which does not "
                 "exist; remove the annotation (a new load balancer is then made) or correct it"
             )
             return None, False, [problem]
@@ -59,7 +60,7 @@ def choose_load_balancer(
             False,
             [
                 f"{len(named)} load balancers are named {spec.name} ({ids}); set "
-                "loadbalancer.openstack.org/load-balancer-id to the one to adopt"
+                f"{LOAD_BALANCER_ID} to the one to adopt"
             ],
         )
     return (named[0], False, []) if named else (None, False, [])

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 import emulator.__main__ as emulator_main
-from emulator.cloud import CloudConfig
+from emulator.cloud import EmulatorConfig
 from emulator.faults import FaultConfig, FaultRule
 from emulator.server import start
 
@@ -76,7 +76,7 @@ def test_keep_alive_serves_many_requests_on_one_connection() -> None:
 
 def test_dropped_connection_is_a_reset_without_a_response() -> None:
     faults = FaultConfig(rules=(FaultRule(operation="keystone.token.create", drop=True),))
-    handle = start(config=CloudConfig(faults=faults))
+    handle = start(config=EmulatorConfig(faults=faults))
     try:
         sock = socket.create_connection((handle.host, handle.port), timeout=10)
         body = json.dumps({"auth": {}}).encode()
@@ -174,7 +174,7 @@ def test_sigterm_is_handled_before_the_auth_url_is_printed(
 
 
 def test_restart_serves_the_state_file_on_the_same_port(tmp_path: Path) -> None:
-    handle = start(config=CloudConfig(state_file=tmp_path / "cloud.db"))
+    handle = start(config=EmulatorConfig(state_file=tmp_path / "cloud.db"))
     try:
         topo = handle.topology()
         with handle.cloud.store.lock:

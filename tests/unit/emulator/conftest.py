@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from emulator.cloud import Cloud, CloudConfig
+from emulator.cloud import Cloud, EmulatorConfig
 from emulator.context import AuthContext
 from emulator.timing import ManualClock, TimingProfile
 
@@ -20,7 +20,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def cloud(clock: ManualClock) -> Iterator[Cloud]:
-    c = Cloud(config=CloudConfig(timing=SLOW), clock=clock)
+    c = Cloud(config=EmulatorConfig(timing=SLOW), clock=clock)
     yield c
     c.close()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.cloud import Cloud, CloudConfig
+from emulator.cloud import Cloud, EmulatorConfig
 from emulator.context import AuthContext
 from emulator.faults import FaultConfig, FaultInjector, FaultRule
 from emulator.query import paginate, select_fields
@@ -61,7 +61,7 @@ def test_pagination_links_and_fields() -> None:
 
 
 def test_state_file_survives_restart(tmp_path: Path) -> None:
-    config = CloudConfig(state_file=tmp_path / "state.db")
+    config = EmulatorConfig(state_file=tmp_path / "state.db")
     first = Cloud(config=config)
     project = first.keystone.project_by_name("demo")["id"]
     ctx = AuthContext(user_id="u", project_id=project, roles=("member",))
@@ -79,7 +79,7 @@ def test_topology_file_replaces_networks(tmp_path: Path) -> None:
         "networks:\n  - name: ext\n    project: admin\n    external: true\n"
         "    subnets: [{name: ext-sub, cidr: 203.0.113.0/24}]\n"
     )
-    cloud = Cloud(config=CloudConfig(topology=load_topology(path=path)))
+    cloud = Cloud(config=EmulatorConfig(topology=load_topology(path=path)))
     names = [n["name"] for n in cloud.store.all("network")]
     assert names == ["ext"]
     cloud.close()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from emulator.cloud import Cloud, CloudConfig
+from emulator.cloud import Cloud, EmulatorConfig
 from emulator.context import AuthContext
 from emulator.errors import BadRequest
 from emulator.timing import ManualClock
@@ -28,7 +28,7 @@ def zoned(clock: ManualClock) -> Iterator[Cloud]:
     ]
     data["octavia"]["flavors"] = [{"id": FLAVOR, "name": "small"}]
     validate_topology(data)
-    cloud = Cloud(config=CloudConfig(topology=Topology(data=data)), clock=clock)
+    cloud = Cloud(config=EmulatorConfig(topology=Topology(data=data)), clock=clock)
     yield cloud
     cloud.close()
 
