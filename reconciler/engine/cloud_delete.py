@@ -32,6 +32,7 @@ from typing import Any
 
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.model.naming import floating_ip_to_delete
 from stacks.vocabulary import (
     FIP_ASSOCIATION,
     FLOATINGIPS,
@@ -106,6 +107,56 @@ def cascade_delete(
             except OpenStackRestError as exc:
                 if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile
                     raise
+
+
+def delete_unused(
+    rest: OpenStackRest,
+    lb: Mapping[str, Any],
+    *,
+    cluster_name: str,
+    stack_name: str,
+    timeout: float,
+    cancelled: threading.Event,
+) -> bool:
+    """Delete load balancer ``lb``, on which nobody was found (its last Service left), and
+    then the floating IPs on its VIP that this cluster made and nobody kept
+    (:func:`reconciler.model.naming.floating_ip_to_delete`, listed before: the VIP port goes
+    with the load balancer). Returns whether this call deleted it.
+
+    Without cascade: Octavia refuses to delete a load balancer that has children, checked
+    under the same lock as a listener's create, so a Service that joined since it was looked
+    at (its listener made in between; docs/engine.md, "Shared load balancers") keeps it where
+    a cascade would take that listener along. Only children without any listener (left by
+    nobody's interrupted ``destroy``) are cascaded. Retried while Octavia answers 409 (another
+    Service's change is under way, or another leaver deletes it too); gone is no error."""
+    lb_id = str(lb["id"])
+    on_vip = rest.floating_ips_on_port(str(lb.get("vip_port_id") or ""))
+    fips = [f for f in on_vip if floating_ip_to_delete(f, cluster_name=cluster_name)]
+    late = UpTimeoutError(
+        f"load balancer {lb_id}, which no Service uses any more, could not be deleted within "
+        f"{timeout:.0f}s (it stayed PENDING_*)",
+        stack=stack_name,
+    )
+    for _ in attempts(timeout=timeout, cancelled=cancelled, late=late):
+        try:
+            rest.delete_load_balancer(lb_id, cascade=False)
+        except OpenStackRestError as exc:
+            answer = str(exc)
+            if "HTTP 404" in answer:  # another Service that left deleted it
+                return False
+            if "HTTP 409" in answer:  # PENDING_*: ask again
+                continue
+            if "HTTP 400" not in answer:
+                raise
+            # it has children: a listener is a Service's that joined meanwhile, it stays theirs
+            if rest.listener_tags(lb_id):
+                log.info("stack %s: load balancer %s got a listener; it stays", stack_name, lb_id)
+                return False
+            cascade_delete(rest, lb_id, stack_name=stack_name, timeout=timeout, cancelled=cancelled)
+        break
+    for fip in fips:
+        rest.delete("floatingips", str(fip["id"]), missing_ok=True)
+    return True
 
 
 def attempts(*, timeout: float, cancelled: threading.Event, late: UpTimeoutError) -> Iterator[None]:

@@ -17,6 +17,7 @@ from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
 from reconciler.engine.errors import EngineError, engine_error
+from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
@@ -64,6 +65,8 @@ class EngineContext:
         self.cancelled = threading.Event()
         # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
         self.secrets_written: dict[tuple[str, str], str] = {}
+        # one Service at a time changes a load balancer's tags (lb_tags)
+        self.lb_locks = LoadBalancerLocks()
 
     def cancel(self) -> None:
         """Interrupt the running stack operations and refuse new ones (the process stops):

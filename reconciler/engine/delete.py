@@ -6,7 +6,8 @@
 * **Shared load balancers**: while other Services are on the stack's own load balancer (their
   listeners, or their names among its tags), it is released (an ``up`` with
   ``retain_on_delete``, kept in the cloud, as OCCM does) instead of destroyed; the last
-  sharer's delete removes it (:func:`_delete_released`). A Service that leaves a load
+  Service to leave it (a sharer, or the owner if the others left meanwhile) deletes it,
+  without cascade (:func:`_delete_released`). A Service that leaves a load
   balancer without deleting it takes its name off the load balancer's tags
   (:mod:`reconciler.engine.lb_tags`).
 * **What the recovery found**: objects an interrupted create made, never in the state, are
@@ -34,6 +35,7 @@ from reconciler.engine import run as engine_run
 from reconciler.engine.cloud_delete import (
     cascade_delete,
     delete_unadopted,
+    delete_unused,
     needs_cascade,
     retry_destroy_after_cascade,
 )
@@ -137,7 +139,9 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
         stack.workspace.remove_stack(ss.name)
     except auto.CommandError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
-    gone = _delete_released(ss, rest, lb_id) if lb_id and shared else False
+    # Whoever leaves a released load balancer last deletes it, the owner too: a sharer that
+    # left at the same moment may have seen the owner still on it
+    gone = _delete_released(ss, rest, lb_id) if lb_id and (shared or released) else False
     return DeleteResult(True, released, gone)
 
 
@@ -168,7 +172,7 @@ def _keep_as_asked(ss: StackHandle, stack: auto.Stack, *, keep: bool, applied: b
 
 def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
     """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
-    so the state forgets what the cascade removed (see engine_errored). Checked again right
+    so the state forgets what the cascade removed (see cloud_delete). Checked again right
     before: a listener of another Service that joined since would go with the cascade, so
     then this fails (retried soon; the next attempt releases the load balancer instead)."""
     if _others_on(ss, rest, lb_id):
@@ -216,13 +220,17 @@ def _untag(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
         stack_name=ss.name,
         timeout=settings.operation_timeout,
         cancelled=ss.engine.cancelled,
+        locks=ss.engine.lb_locks,
     )
 
 
 def _delete_released(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
-    """As the last Service on a load balancer released by its owner, delete it; never one
-    this cluster did not make (a user's own, reached through ``load-balancer-id``: OCCM's
-    rule too), whatever happens to the Services on it."""
+    """As the last Service on a load balancer released by its owner (a sharer, or the owner
+    itself when the others left while it released it), delete it; never one this cluster did
+    not make (a user's own, reached through ``load-balancer-id``: OCCM's rule too), whatever
+    happens to the Services on it. Each Service leaving takes its name, listeners and stack off
+    before it looks, so of two leaving at the same moment the later one finds nobody; a
+    Service joining meanwhile keeps it (:func:`reconciler.engine.cloud_delete.delete_unused`)."""
     if rest.listener_tags(lb_id):
         return False
     lb = rest.load_balancer(lb_id)
@@ -244,5 +252,11 @@ def _delete_released(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
         return False
     if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
         return False
-    rest.delete_with_floating_ips(lb, cluster_name=settings.cluster_name)
-    return True
+    return delete_unused(
+        rest,
+        lb,
+        cluster_name=settings.cluster_name,
+        stack_name=ss.name,
+        timeout=settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+    )

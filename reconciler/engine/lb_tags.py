@@ -13,9 +13,15 @@ takes other Services' names away. Tags are only ever added here, never replaced:
 tag removed stays on the load balancer, as with OCCM, since another Service may have asked for
 it too.
 
-Octavia has no compare-and-set for tags: two Services writing at the same moment may lose one
-name (as with OCCM). Nothing is deleted on the strength of the tags alone, though: the listeners
-(each tagged with its Service's name, declared by its stack) are looked at too.
+Octavia has no compare-and-set for tags: a write replaces them all, and Octavia refuses it (409)
+only while the load balancer is ``PENDING_*``. A write held up on its way (a slow API) lands after
+another Service has read, written and checked its own, and puts back what it read: a name taken
+off comes back (the load balancer then counts a Service that is gone, and is never deleted), a
+name added goes. So the Services of this controller change one load balancer's tags one at a
+time (:class:`LoadBalancerLocks`, held from the read to the check after the write;
+tests/integration/engine/test_engine_shared_concurrent.py). Another writer (OCCM) may still lose
+a name, as between two OCCMs; nothing is deleted on the strength of the tags alone, though: the
+listeners (each tagged with its Service's name, declared by its stack) are looked at too.
 """
 
 from __future__ import annotations
@@ -30,9 +36,22 @@ from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
 from reconciler.model.naming import with_tags, without_tag
 
-__all__ = ["add_tags", "remove_tag"]
+__all__ = ["LoadBalancerLocks", "add_tags", "remove_tag"]
 
 log = logging.getLogger("reconciler.engine.stack")
+
+
+class LoadBalancerLocks:
+    """One lock per load balancer, shared by every Service of an engine (the controller's
+    workers): a change of a load balancer's tags holds it from its read to its check."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __call__(self, lb_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(lb_id, threading.Lock())
 
 
 def add_tags(
@@ -43,17 +62,19 @@ def add_tags(
     stack_name: str,
     timeout: float,
     cancelled: threading.Event,
+    locks: LoadBalancerLocks,
 ) -> None:
     """Give load balancer ``lb_id`` the ``wanted`` tags it lacks (one GET when it has them)."""
-    _change(
-        rest,
-        lb_id,
-        lambda tags: with_tags(tags, wanted),
-        what=f"add tags {', '.join(wanted)}",
-        stack_name=stack_name,
-        timeout=timeout,
-        cancelled=cancelled,
-    )
+    with locks(lb_id):
+        _change(
+            rest,
+            lb_id,
+            lambda tags: with_tags(tags, wanted),
+            what=f"add tags {', '.join(wanted)}",
+            stack_name=stack_name,
+            timeout=timeout,
+            cancelled=cancelled,
+        )
 
 
 def remove_tag(
@@ -64,17 +85,19 @@ def remove_tag(
     stack_name: str,
     timeout: float,
     cancelled: threading.Event,
+    locks: LoadBalancerLocks,
 ) -> None:
     """Take ``tag`` (a Service's name) away from load balancer ``lb_id``, if it is still there."""
-    _change(
-        rest,
-        lb_id,
-        lambda tags: without_tag(tags, tag),
-        what=f"remove tag {tag}",
-        stack_name=stack_name,
-        timeout=timeout,
-        cancelled=cancelled,
-    )
+    with locks(lb_id):
+        _change(
+            rest,
+            lb_id,
+            lambda tags: without_tag(tags, tag),
+            what=f"remove tag {tag}",
+            stack_name=stack_name,
+            timeout=timeout,
+            cancelled=cancelled,
+        )
 
 
 def _change(

@@ -202,6 +202,7 @@ class ServiceStack(StackHandle):
             stack_name=self.name,
             timeout=self.engine.settings.operation_timeout,
             cancelled=self.engine.cancelled,
+            locks=self.engine.lb_locks,
         )
 
     def _record_create_only(

@@ -11,6 +11,7 @@ from reconciler.engine import cloud_delete as engine_errored
 from reconciler.engine.cloud_delete import (
     cascade_delete,
     delete_unadopted,
+    delete_unused,
     needs_cascade,
     retry_destroy_after_cascade,
     unadopted_deletions,
@@ -137,3 +138,89 @@ def test_unadopted_objects_are_deleted_deepest_first() -> None:
     ]
     assert unadopted_deletions({"listener-udp-53": "li-2"}) == [("listeners", "li-2")]
     assert unadopted_deletions({}) == []
+
+
+OURS = {
+    "id": "fip-1",
+    "description": "Floating IP for Kubernetes external service ns/a from cluster c",
+}
+USERS = {"id": "fip-2", "description": "the user's own"}
+
+
+class ReleasedRest:
+    """The last delete of a released load balancer, scripted: what each delete without cascade
+    answers (None: accepted), the listeners found after a refusal, the load balancer's statuses
+    for a cascade (one per read, None: gone)."""
+
+    def __init__(
+        self,
+        answers: list[int | None],
+        listeners: list[tuple[str, ...]] | None = None,
+        statuses: list[str | None] | None = None,
+    ) -> None:
+        self.answers = answers
+        self.listeners = listeners or []
+        self.statuses = statuses or [None]
+        self.calls: list[tuple[str, ...]] = []
+
+    def floating_ips_on_port(self, port_id: str) -> list[dict[str, Any]]:
+        assert port_id == "port-1"
+        return [OURS, USERS]
+
+    def delete_load_balancer(self, lb_id: str, *, cascade: bool = True) -> None:
+        self.calls.append(("cascade" if cascade else "delete", lb_id))
+        answer = self.answers.pop(0) if cascade is False else None
+        if answer is not None:
+            raise OpenStackRestError(f"DELETE /v2/lbaas/loadbalancers/{lb_id}: HTTP {answer}")
+
+    def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
+        return self.listeners
+
+    def load_balancer(self, lb_id: str) -> dict[str, Any] | None:
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return None if status is None else {"id": lb_id, "provisioning_status": status}
+
+    def delete(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
+        assert missing_ok  # another Service leaving may have deleted it already
+        self.calls.append((kind, ident))
+
+
+def _unused(rest: ReleasedRest) -> bool:
+    lb = {"id": "lb-1", "vip_port_id": "port-1"}
+    return delete_unused(
+        rest,  # type: ignore[arg-type]
+        lb,
+        cluster_name="c",
+        stack_name="s",
+        timeout=10,
+        cancelled=threading.Event(),
+    )
+
+
+def test_an_unused_load_balancer_is_deleted_without_cascade_then_our_floating_ip() -> None:
+    rest = ReleasedRest([409, 409, None])  # PENDING_* twice: asked again
+    assert _unused(rest)
+    assert rest.calls == [("delete", "lb-1")] * 3 + [("floatingips", "fip-1")]
+
+
+def test_a_load_balancer_a_service_joined_meanwhile_stays_with_its_floating_ip() -> None:
+    rest = ReleasedRest([400], listeners=[("kube_service_c_ns_joiner",)])
+    assert not _unused(rest)
+    assert rest.calls == [("delete", "lb-1")]
+
+
+def test_children_without_a_listener_are_nobodys_and_cascaded() -> None:
+    rest = ReleasedRest([400], statuses=["ACTIVE", None])
+    assert _unused(rest)
+    assert rest.calls == [("delete", "lb-1"), ("cascade", "lb-1"), ("floatingips", "fip-1")]
+
+
+def test_a_load_balancer_another_leaver_deleted_is_left_to_it() -> None:
+    rest = ReleasedRest([404])
+    assert not _unused(rest)
+    assert rest.calls == [("delete", "lb-1")]
+
+
+def test_other_refusals_are_raised() -> None:
+    with pytest.raises(OpenStackRestError, match="HTTP 403"):
+        _unused(ReleasedRest([403]))
