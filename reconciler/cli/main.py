@@ -139,6 +139,14 @@ examples:
   PULUMI_CONFIG_PASSPHRASE=... lb-reconciler run --kubeconfig ~/.kube/config \\
       --cloud-config cloud.conf --state-dir ./lbr-state --log-format text
 
+drift (a load balancer changed by hand, behind the stack's back): each stack is compared with
+the cloud once per --drift-interval (3600 s), staggered. --drift=repair (the default) refreshes
+the stack and runs `up`, which puts the cloud back (Event DriftRepaired); --drift=report only
+compares (`pulumi refresh --preview-only`: neither the state nor the cloud is written) and
+reports each difference, resource, property, value in the cloud and in the stack, as a Warning
+DriftDetected on the Service and in the gauge lbr_drifted_stacks (DriftResolved once it is
+gone); --drift=off checks nothing (as --drift-interval 0 always did).
+
 exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
 2 unusable configuration (each problem is logged with the field and the fix).
 """
@@ -162,11 +170,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
+    from reconciler.controller.drift_plan import drift_mode
     from reconciler.controller.housekeeping import HousekeepingSettings
     from reconciler.controller.logs import configure_logging
     from reconciler.controller.runner import RunOptions, run
 
     configure_logging(level=args.log_level, fmt=args.log_format)
+    try:
+        drift = drift_mode(args.drift, args.drift_interval)
+    except ValueError as exc:
+        raise CommandError(str(exc), code=2) from None
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     options = RunOptions(
         cloud_config=Path(args.cloud_config),
@@ -189,6 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             interval=args.housekeeping_interval,
             orphan_grace=args.orphan_grace,
             drift_interval=args.drift_interval,
+            drift=drift,
         ),
     )
     return run(options)
@@ -262,8 +276,16 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_seconds,
         default=3600.0,
         metavar="S",
-        help="refresh each stack this often, staggered, and repair drift; 0 disables "
-        "(default: %(default)s)",
+        help="compare each stack with the cloud this often, staggered; 0: no drift checks "
+        "(--drift=off) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drift",
+        choices=("repair", "report", "off"),
+        default=None,
+        help="what a drift check does: repair (refresh, then up puts the cloud back), report "
+        "(refresh --preview-only: nothing written; a Warning Event DriftDetected and the "
+        "gauge lbr_drifted_stacks), off (default: repair; off with --drift-interval 0)",
     )
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")

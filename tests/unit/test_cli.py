@@ -72,6 +72,17 @@ def test_run_without_a_passphrase_exits_2(
     assert "PULUMI_CONFIG_PASSPHRASE" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", ["repair", "report"])
+def test_run_refuses_a_drift_mode_with_an_interval_of_0(
+    mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--cloud-config", "x", "--drift", mode, "--drift-interval", "0"]
+    assert main([*argv, "--log-format", "text", "--http-address", ""]) == 2
+    err = capsys.readouterr().err
+    assert f"--drift={mode} needs a --drift-interval above 0" in err
+    assert "--drift=off" in err
+
+
 def test_run_rejects_a_bad_worker_count(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["run", "--cloud-config", "x", "--workers", "0"])
