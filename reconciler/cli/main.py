@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -15,7 +16,7 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
-from reconciler.cli.common import CommandError
+from reconciler.cli.common import CommandError, backend_url, shown_url
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.demo import Demo, run_flow, stop_process
@@ -130,8 +131,15 @@ Credentials: --kubeconfig (default $KUBECONFIG, else the in-cluster service acco
 OpenStack cloud.conf (OCCM's format). PULUMI_CONFIG_PASSPHRASE must be set: it encrypts the
 OpenStack credentials kept in the stacks' config and state.
 
+State: the stacks live in the Pulumi backend of --backend-url, else $PULUMI_BACKEND_URL (as for
+the pulumi CLI), else file://<state-dir>/backend. Replicas that take turns through the Lease
+need one backend they all reach (postgres://, s3://, ...; or a file:// on a ReadWriteMany
+volume); people's `pulumi stack ls` and CI previews use the same URL and passphrase. An empty
+value, or a scheme Pulumi has no backend for, stops the start with exit code 2.
+
 examples:
-  # in a cluster (deploy/deployment.yaml): two replicas, one leads
+  # in a cluster (deploy/deployment.yaml): two replicas, one leads; PULUMI_BACKEND_URL and
+  # PULUMI_CONFIG_PASSPHRASE come from the Secret lb-reconciler-state
   lb-reconciler run --cloud-config /etc/lb-reconciler/cloud.conf \\
       --state-dir /var/lib/lb-reconciler --leader-elect
 
@@ -178,14 +186,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     configure_logging(level=args.log_level, fmt=args.log_format)
     try:
         drift = drift_mode(args.drift, args.drift_interval)
+        backend = backend_url(args.backend_url, os.environ)
     except ValueError as exc:
         raise CommandError(str(exc), code=2) from None
+    logging.getLogger("reconciler.cli.main").info(
+        "state backend",
+        extra={"backend": shown_url(backend) if backend else f"file:// in {args.state_dir}"},
+    )
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     options = RunOptions(
         cloud_config=Path(args.cloud_config),
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
         state_dir=Path(args.state_dir),
-        backend_url=args.backend_url,
+        backend_url=backend,
         cluster_name=args.cluster_name,
         owned_classes=frozenset(args.load_balancer_class),
         serve_default=not args.only_owned_classes,
@@ -224,7 +237,11 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="work folders, and the file:// backend unless --backend-url (default: %(default)s)",
     )
     p.add_argument(
-        "--backend-url", default="", metavar="URL", help="Pulumi state backend (file://, s3://)"
+        "--backend-url",
+        default=None,
+        metavar="URL",
+        help="Pulumi state backend: postgres://, s3://, gs://, azblob://, file://, https:// "
+        "(default: $PULUMI_BACKEND_URL, else file://<state-dir>/backend)",
     )
     p.add_argument(
         "--cluster-name",
