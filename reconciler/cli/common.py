@@ -4,6 +4,11 @@ The same flags as ``lb-reconciler run`` for the stack backend and the cloud (``-
 ``--state-dir``, ``--backend-url``, ``--cluster-name``), so a command run beside the controller
 sees exactly its stacks; and one way to open the engine from them, with every problem reported as
 a :class:`CommandError` naming the flag or variable to fix.
+
+:func:`backend_url` is how ``lb-reconciler run`` takes its backend (``--backend-url``, else
+``$PULUMI_BACKEND_URL``, the variable the ``pulumi`` CLI reads, which deploy/ fills from a
+Secret), refusing an empty value and a scheme Pulumi has no backend for before anything starts;
+:func:`shown_url` is a URL fit for a log line (its password replaced).
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 
@@ -29,12 +36,14 @@ __all__ = [
     "add_class_options",
     "add_kube_options",
     "add_stack_options",
+    "backend_url",
     "cluster_id",
     "controller_settings",
     "list_cluster",
     "load_cloud_config",
     "open_engine",
     "require_cluster_name",
+    "shown_url",
 ]
 
 EXIT_OK, EXIT_INVALID, EXIT_CHANGES = 0, 1, 2
@@ -92,6 +101,63 @@ def add_stack_options(p: argparse.ArgumentParser, *, cloud_required: bool = True
         "over load balancers needs it given explicitly)",
     )
     p.set_defaults(cluster_name_given=False)
+
+
+# Pulumi's backends: the DIY ones (gocloud blob: file, s3, gs, azblob; PostgreSQL) and the
+# Pulumi Cloud service (https, or http for a self-hosted one)
+BACKEND_SCHEMES = ("file", "s3", "gs", "azblob", "postgres", "https", "http")
+_CREDENTIAL_WORDS = ("password", "secret", "token", "key", "credential")
+
+
+def shown_url(url: str) -> str:
+    """``url`` for a log line or a message: the password of its user part, and any query value
+    named like a credential, replaced by ``[secret]``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "[an unparsable URL]"
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:[secret]@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        hidden = [
+            (k, "[secret]" if any(w in k.lower() for w in _CREDENTIAL_WORDS) else v)
+            for k, v in pairs
+        ]
+        query = urlencode(hidden, safe="[]/:")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def backend_url(flag: str | None, env: Mapping[str, str]) -> str:
+    """The controller's backend: ``--backend-url`` (``flag``; None when not given), else
+    ``PULUMI_BACKEND_URL`` of ``env``, else "" (the ``file://`` backend in ``--state-dir``).
+    A value given but empty (a Secret key without a value) or with a scheme Pulumi has no
+    backend for is a ValueError naming where it came from and what to write."""
+    if flag is not None:
+        url, source = flag, "--backend-url"
+    elif "PULUMI_BACKEND_URL" in env:
+        url, source = env["PULUMI_BACKEND_URL"], "PULUMI_BACKEND_URL"
+    else:
+        return ""
+    url = url.strip()
+    if not url:
+        raise ValueError(
+            f"{source} is empty: give the shared state backend (postgres://..., "
+            "s3://bucket/prefix?endpoint=...&region=..., ...; deploy/deployment.yaml reads it "
+            "from the Secret lb-reconciler-state, key backend-url), or leave it unset for the "
+            "file:// backend in --state-dir"
+        )
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in BACKEND_SCHEMES:
+        allowed = ", ".join(f"{s}://" for s in BACKEND_SCHEMES)
+        raise ValueError(
+            f"{source} {shown_url(url)!r}: not a Pulumi backend URL (expected one of {allowed})"
+        )
+    return url
 
 
 def require_cluster_name(args: argparse.Namespace, *, flag: str) -> None:

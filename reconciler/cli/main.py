@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -15,7 +16,7 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
-from reconciler.cli.common import CommandError
+from reconciler.cli.common import CommandError, backend_url, shown_url
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.demo import Demo, run_flow, stop_process
@@ -130,14 +131,29 @@ Credentials: --kubeconfig (default $KUBECONFIG, else the in-cluster service acco
 OpenStack cloud.conf (OCCM's format). PULUMI_CONFIG_PASSPHRASE must be set: it encrypts the
 OpenStack credentials kept in the stacks' config and state.
 
+State: the stacks live in the Pulumi backend of --backend-url, else $PULUMI_BACKEND_URL (as for
+the pulumi CLI), else file://<state-dir>/backend. Replicas that take turns through the Lease
+need one backend they all reach (postgres://, s3://, ...; or a file:// on a ReadWriteMany
+volume); people's `pulumi stack ls` and CI previews use the same URL and passphrase. An empty
+value, or a scheme Pulumi has no backend for, stops the start with exit code 2.
+
 examples:
-  # in a cluster (deploy/deployment.yaml): two replicas, one leads
+  # in a cluster (deploy/deployment.yaml): two replicas, one leads; PULUMI_BACKEND_URL and
+  # PULUMI_CONFIG_PASSPHRASE come from the Secret lb-reconciler-state
   lb-reconciler run --cloud-config /etc/lb-reconciler/cloud.conf \\
       --state-dir /var/lib/lb-reconciler --leader-elect
 
   # from a workstation against a test cluster, text logs
   PULUMI_CONFIG_PASSPHRASE=... lb-reconciler run --kubeconfig ~/.kube/config \\
       --cloud-config cloud.conf --state-dir ./lbr-state --log-format text
+
+drift (a load balancer changed by hand, behind the stack's back): each stack is compared with
+the cloud once per --drift-interval (3600 s), staggered. --drift=repair (the default) refreshes
+the stack and runs `up`, which puts the cloud back (Event DriftRepaired); --drift=report only
+compares (`pulumi refresh --preview-only`: neither the state nor the cloud is written) and
+reports each difference, resource, property, value in the cloud and in the stack, as a Warning
+DriftDetected on the Service and in the gauge lbr_drifted_stacks (DriftResolved once it is
+gone); --drift=off checks nothing (as --drift-interval 0 always did).
 
 exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
 2 unusable configuration (each problem is logged with the field and the fix).
@@ -162,17 +178,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
+    from reconciler.controller.drift_plan import drift_mode
     from reconciler.controller.housekeeping import HousekeepingSettings
     from reconciler.controller.logs import configure_logging
     from reconciler.controller.runner import RunOptions, run
 
     configure_logging(level=args.log_level, fmt=args.log_format)
+    try:
+        drift = drift_mode(args.drift, args.drift_interval)
+        backend = backend_url(args.backend_url, os.environ)
+    except ValueError as exc:
+        raise CommandError(str(exc), code=2) from None
+    logging.getLogger("reconciler.cli.main").info(
+        "state backend",
+        extra={"backend": shown_url(backend) if backend else f"file:// in {args.state_dir}"},
+    )
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     options = RunOptions(
         cloud_config=Path(args.cloud_config),
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
         state_dir=Path(args.state_dir),
-        backend_url=args.backend_url,
+        backend_url=backend,
         cluster_name=args.cluster_name,
         owned_classes=frozenset(args.load_balancer_class),
         serve_default=not args.only_owned_classes,
@@ -189,6 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             interval=args.housekeeping_interval,
             orphan_grace=args.orphan_grace,
             drift_interval=args.drift_interval,
+            drift=drift,
         ),
     )
     return run(options)
@@ -210,7 +237,11 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="work folders, and the file:// backend unless --backend-url (default: %(default)s)",
     )
     p.add_argument(
-        "--backend-url", default="", metavar="URL", help="Pulumi state backend (file://, s3://)"
+        "--backend-url",
+        default=None,
+        metavar="URL",
+        help="Pulumi state backend: postgres://, s3://, gs://, azblob://, file://, https:// "
+        "(default: $PULUMI_BACKEND_URL, else file://<state-dir>/backend)",
     )
     p.add_argument(
         "--cluster-name",
@@ -262,8 +293,16 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_seconds,
         default=3600.0,
         metavar="S",
-        help="refresh each stack this often, staggered, and repair drift; 0 disables "
-        "(default: %(default)s)",
+        help="compare each stack with the cloud this often, staggered; 0: no drift checks "
+        "(--drift=off) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drift",
+        choices=("repair", "report", "off"),
+        default=None,
+        help="what a drift check does: repair (refresh, then up puts the cloud back), report "
+        "(refresh --preview-only: nothing written; a Warning Event DriftDetected and the "
+        "gauge lbr_drifted_stacks), off (default: repair; off with --drift-interval 0)",
     )
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")

@@ -10,6 +10,8 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
 * :mod:`.ingress`: the Service's ``status.loadBalancer.ingress`` (pure);
 * :mod:`.housekeeping_plan`: orphans and drift checks (pure); :mod:`.housekeeping`: the
   periodic scan that acts on them;
+* :mod:`.drift_plan`: the drift modes (repair, report, off) and the Events of a check (pure);
+  :mod:`.drift`: the checks, carried out in the Services' syncs;
 * :mod:`.backend`: what the controller needs from the engine (a Protocol) and how it reads
   engine failures; :mod:`.instrumented`: the engine timed and counted;
 * :mod:`.events`, :mod:`.lease`, :mod:`.queue`, :mod:`.watch`: Events, leader election, the

@@ -6,8 +6,9 @@ The controller does not import the Pulumi engine; it talks to anything with this
   nothing when the stack's recorded spec hash is equal) and returns what the status needs;
 * ``delete(service)`` destroys the Service's load balancer and stack; it succeeds when there is
   nothing to destroy. Only after it returns does the controller release the finalizer;
-* ``refresh(service)`` and ``stacks()`` serve the housekeeper (drift, orphans); ``cancel()``
-  interrupts running operations when the process stops.
+* ``refresh(service)`` (``--drift=repair``), ``check_drift(service)`` (``--drift=report``: a
+  refresh that writes nothing) and ``stacks()`` serve the housekeeper (drift, orphans);
+  ``cancel()`` interrupts running operations when the process stops.
 
 Failures are exceptions. :func:`failure_of` reads one's ``failure_kind`` as a :class:`Failure`,
 which decides the retry and whether the Service gets a Warning (see
@@ -43,7 +44,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from reconciler.engine.plan import StackInfo
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
 
 if TYPE_CHECKING:
@@ -63,6 +64,11 @@ class LoadBalancerEngine(Protocol):
     def refresh(self, service: ServiceRef) -> bool:
         """Read the cloud back into the Service's stack; True when it had drifted (the next
         ``ensure`` then runs an ``up`` that repairs it). False when there is no stack."""
+        ...
+
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        """Compare the cloud with the Service's stack, writing neither: what differs (empty
+        when nothing does, or when there is no stack)."""
         ...
 
     def stacks(self) -> Sequence[StackInfo]:
@@ -111,6 +117,9 @@ class PulumiEngine:
     def refresh(self, service: ServiceRef) -> bool:
         changes = self._engine.stack(service=service).refresh()
         return any(kind != "same" and count for kind, count in changes.items())
+
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        return self._engine.stack(service=service).check_drift()
 
     def stacks(self) -> Sequence[StackInfo]:
         return self._engine.stacks()

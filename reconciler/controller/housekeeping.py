@@ -9,8 +9,11 @@ stack is never touched by two operations at once.
   load balancer and holds none of our finalizers): logged and counted when first seen; after
   ``orphan_grace`` the controller destroys it, if its Service is still absent at that moment.
 * **Drift** (OCCM's issue #1597: a listener deleted by hand stays deleted): every stack is
-  refreshed once per ``drift_interval``, staggered across the interval; a refresh that finds a
-  difference makes the following ``up`` run, which puts the cloud back.
+  checked once per ``drift_interval``, staggered across the interval. What a check is and what
+  follows is the ``drift`` mode (:mod:`.drift_plan`): ``repair`` refreshes, and a difference
+  makes the following ``up`` put the cloud back; ``report`` compares without writing anything
+  and tells the Service's Events and ``lbr_drifted_stacks``; ``off`` (or an interval of 0)
+  checks nothing.
 
 The first scan runs as soon as the controller starts (orphans from a time the controller was
 down are found then), the next ones every ``interval`` seconds.
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.controller.backend import LoadBalancerEngine
+from reconciler.controller.drift_plan import DriftMode
 from reconciler.controller.housekeeping_plan import drift_due, find_orphans
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
@@ -40,13 +44,19 @@ _log = logging.getLogger(__name__)
 class HousekeepingSettings:
     interval: float = 30.0  # seconds between scans; 0 disables housekeeping
     orphan_grace: float = 120.0
-    drift_interval: float = 3600.0  # 0 disables drift checks
+    drift_interval: float = 3600.0  # 0 disables drift checks, whatever ``drift`` says
     max_drift_checks_per_scan: int = 10
+    drift: DriftMode = DriftMode.REPAIR
 
     def __post_init__(self) -> None:
         for name in ("interval", "orphan_grace", "drift_interval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"housekeeping {name} must be 0 or more seconds")
+
+    @property
+    def drift_mode(self) -> DriftMode:
+        """The mode in effect: ``off`` when the interval is 0."""
+        return DriftMode.OFF if self.drift_interval <= 0 else self.drift
 
 
 class Housekeeper:
@@ -126,7 +136,7 @@ class Housekeeper:
         self._first_seen = dict(result.first_seen)
         for info in result.due:
             self._orphan(info.key, ServiceRef(info.namespace, info.name, info.uid))
-        if self._settings.drift_interval <= 0:
+        if self._settings.drift_mode is DriftMode.OFF:
             return
         by_name = {info.stack: info for info in stacks}
         scan = drift_due(

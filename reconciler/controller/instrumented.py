@@ -2,8 +2,9 @@
 
 ``lbr_stack_operations_total{kind,result}`` and ``lbr_stack_operation_duration_seconds{kind}``
 (:mod:`reconciler.controller.metrics`): ``ensure`` counts as ``up``, or as ``skip`` when the engine
-found the spec already applied; ``delete`` as ``destroy``; ``refresh`` as ``refresh`` (and
-``lbr_drift_checks_total{drifted}``). Failures are counted and re-raised unchanged.
+found the spec already applied; ``delete`` as ``destroy``; ``refresh`` as ``refresh`` and
+``check_drift`` as ``refresh-preview`` (both also in ``lbr_drift_checks_total{drifted}``).
+Failures are counted and re-raised unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TypeVar
 from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.metrics import Metrics
 from reconciler.engine.plan import StackInfo
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
 
 __all__ = ["InstrumentedEngine"]
@@ -58,6 +59,15 @@ class InstrumentedEngine:
         )
         self._metrics.drift_checked(drifted)
         return drifted
+
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        report = self._timed(
+            "refresh-preview",
+            lambda: self._engine.check_drift(service),
+            lambda _r: "refresh-preview",
+        )
+        self._metrics.drift_checked(report.drifted)
+        return report
 
     def stacks(self) -> Sequence[StackInfo]:
         return self._engine.stacks()

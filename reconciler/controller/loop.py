@@ -58,6 +58,7 @@ from typing import Any
 from reconciler.config import CloudConfig
 from reconciler.controller.backend import Failure, LoadBalancerEngine
 from reconciler.controller.changes import node_fingerprint
+from reconciler.controller.drift_plan import DriftMode
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.housekeeping import Housekeeper, HousekeepingSettings
 from reconciler.controller.instrumented import InstrumentedEngine
@@ -158,6 +159,7 @@ class Controller:
             recorder=self._recorder,
             metrics=self.metrics,
             nodes=lambda: self.nodes.items(),
+            drift=housekeeping.drift_mode if housekeeping is not None else DriftMode.OFF,
         )
         self.housekeeper = (
             Housekeeper(
@@ -226,7 +228,7 @@ class Controller:
         self.queue.add(key)
 
     def request_drift_check(self, key: str) -> None:
-        """Refresh the stack of ``key`` before its next ensure; drift makes that ensure an up."""
+        """Check the stack of ``key`` for drift before its next ensure (:mod:`.drift`)."""
         self._sync.request_drift_check(key)
         self.queue.add(key)
 

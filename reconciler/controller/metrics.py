@@ -16,12 +16,15 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 * ``lbr_orphan_stacks_deleted_total``: orphaned stacks destroyed;
 * ``lbr_drift_checks_total{drifted}``: refreshes comparing cloud and stack (``true``/``false``);
 * ``lbr_drift_repaired_total``: drifted stacks brought back to their spec by an ``up``;
+* ``lbr_drifted_stacks``: stacks known to differ from the cloud now (``--drift=report``: from a
+  check that found drift until one that finds none; ``repair``: until the ``up`` that repairs);
 * ``lbr_leader``: 1 while this replica holds the leader lease, else 0.
 
 ``result`` of a reconcile is one of ``success``, ``retry`` (retried soon: a routine wait),
 ``error`` (backed off) and ``invalid`` (the Service's input is wrong; no retry until it changes).
-``kind`` of a stack operation is ``up``, ``destroy``, ``refresh`` or ``skip`` (the engine found
-the stack up to date and ran no ``up``); its ``result`` is ``success`` or ``error``.
+``kind`` of a stack operation is ``up``, ``destroy``, ``refresh``, ``refresh-preview`` (the drift
+check of ``--drift=report``, which writes nothing) or ``skip`` (the engine found the stack up to
+date and ran no ``up``); its ``result`` is ``success`` or ``error``.
 
 Labels are checked: an unknown value raises :class:`ValueError` naming the allowed ones, so that
 a typo fails loudly in the tests instead of quietly starting a new time series. Every allowed
@@ -53,7 +56,7 @@ __all__ = ["CONTENT_TYPE", "DRIFT", "RECONCILE_RESULTS", "STACK_KINDS", "STACK_R
 _log = logging.getLogger(__name__)
 
 RECONCILE_RESULTS = ("success", "retry", "error", "invalid")
-STACK_KINDS = ("up", "destroy", "refresh", "skip")
+STACK_KINDS = ("up", "destroy", "refresh", "refresh-preview", "skip")
 STACK_RESULTS = ("success", "error")
 DRIFT = ("true", "false")
 
@@ -111,7 +114,8 @@ class Metrics:
         )
         self._stack_ops = Counter(
             "lbr_stack_operations_total",
-            "Pulumi stack operations by kind (up, destroy, refresh, skip) and result.",
+            "Pulumi stack operations by kind (up, destroy, refresh, refresh-preview, skip) and "
+            "result.",
             ["kind", "result"],
             registry=r,
         )
@@ -145,6 +149,12 @@ class Metrics:
         self._drift_repaired = Counter(
             "lbr_drift_repaired_total",
             "Drifted stacks brought back to their spec by an up.",
+            registry=r,
+        )
+        self._drifted = Gauge(
+            "lbr_drifted_stacks",
+            "Stacks known to differ from the cloud now (found by a drift check; report mode: "
+            "until a check finds none, repair mode: until the up that repairs).",
             registry=r,
         )
         self._leader = Gauge(
@@ -200,6 +210,9 @@ class Metrics:
 
     def drift_repaired(self) -> None:
         self._drift_repaired.inc()
+
+    def set_drifted_stacks(self, count: int) -> None:
+        self._drifted.set(count)
 
     # -- leader election ---------------------------------------------------------------------
 

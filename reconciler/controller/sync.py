@@ -5,7 +5,8 @@ guarantees (see :mod:`.loop` for the order and the failure handling).
 writes (merge patches with resourceVersion, re-read once on 409) and Events, and the memory
 of the last spec applied per key (it only shapes Events). It never schedules: the controller's
 work queue guarantees one sync per key at a time, and the housekeeper's requests (destroy an
-orphan, check drift) are recorded here and carried out by the next sync of that key.
+orphan, check drift: :mod:`.drift`) are recorded here and carried out by the next sync of that
+key.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from reconciler.config import CloudConfig
 from reconciler.controller.backend import Failure, LoadBalancerEngine, failure_of
+from reconciler.controller.drift import DriftChecks
+from reconciler.controller.drift_plan import DriftMode
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 from reconciler.controller.metrics import Metrics
@@ -33,7 +36,7 @@ from reconciler.controller.sync_plan import (
 )
 from reconciler.model import LoadBalancerSpec, ServiceRef
 
-__all__ = ["DRIFT_REPAIRED", "ServiceSync", "SyncOutcome"]
+__all__ = ["ServiceSync", "SyncOutcome"]
 
 _log = logging.getLogger("reconciler.controller.loop")
 
@@ -59,11 +62,6 @@ class _Applied:
     lb_id: str
 
 
-DRIFT_REPAIRED = Event(
-    "Normal", "DriftRepaired", "The cloud differed from the stack (changed outside); restored"
-)
-
-
 def _service_path(ns: str, name: str) -> str:
     return f"/api/v1/namespaces/{ns}/services/{name}"
 
@@ -79,6 +77,7 @@ class ServiceSync:
         recorder: EventRecorder,
         metrics: Metrics,
         nodes: Callable[[], Sequence[Mapping[str, Any]]],
+        drift: DriftMode = DriftMode.REPAIR,
     ) -> None:
         self._kube = kube
         self._engine = engine
@@ -90,15 +89,14 @@ class ServiceSync:
         self._lock = threading.Lock()
         self._applied: dict[str, _Applied] = {}
         self._orphans: dict[str, ServiceRef] = {}  # key -> stack to destroy (housekeeper)
-        self._drift: set[str] = set()  # keys whose stack is refreshed before the next ensure
+        self.drift = DriftChecks(engine=engine, mode=drift, recorder=recorder, metrics=metrics)
 
     def request_orphan_delete(self, key: str, ref: ServiceRef) -> None:
         with self._lock:
             self._orphans[key] = ref
 
     def request_drift_check(self, key: str) -> None:
-        with self._lock:
-            self._drift.add(key)
+        self.drift.request(key)
 
     def sync(self, key: str, service: Mapping[str, Any] | None) -> SyncOutcome:
         """Carry out what :func:`.sync_plan.decide` says for ``service`` (None: it is gone)."""
@@ -107,6 +105,8 @@ class ServiceSync:
             orphan = self._orphans.pop(key, None)
             if service is None:
                 self._applied.pop(key, None)
+        if service is None:
+            self.drift.forget(key)
         if action is Action.IGNORE:
             return self._delete_orphan(key, orphan) if orphan is not None else SyncOutcome()
         assert service is not None
@@ -133,22 +133,9 @@ class ServiceSync:
         except Exception as exc:
             return self._engine_failure(exc, None, Action.CLEANUP)
         self.metrics.orphan_deleted()
+        self.drift.forget(key)
         _log.info("orphaned stack destroyed", extra={"service": key})
         return SyncOutcome()
-
-    def _check_drift(self, key: str, ref: ServiceRef) -> bool:
-        with self._lock:
-            if key not in self._drift:
-                return False
-            self._drift.discard(key)
-        try:
-            drifted = self._engine.refresh(ref)
-        except Exception as exc:  # the ensure that follows reports what is wrong
-            _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
-            return False
-        if drifted:
-            _log.warning("the cloud drifted from the stack; repairing", extra={"service": key})
-        return drifted
 
     def _engine_failure(
         self, exc: Exception, service: Mapping[str, Any] | None, action: Action
@@ -210,14 +197,12 @@ class ServiceSync:
             if decide(service, self._settings) is not Action.ENSURE:
                 return SyncOutcome(Failure.RETRY_SOON, "the Service changed during the sync")
         ref = spec.service
-        drifted = self._check_drift(key, ref)
+        self.drift.check(key, ref, service)
         try:
             result = self._engine.ensure(spec)
         except Exception as exc:
             return self._engine_failure(exc, service, Action.ENSURE)
-        if drifted:
-            self.metrics.drift_repaired()
-            self._record(service, (DRIFT_REPAIRED,))
+        self.drift.ensured(key, service, changed=result.changed)
         with self._lock:
             self._applied[key] = _Applied(uid, spec, result.lb_id)
         no_nodes = any(e.reason == "UnAvailableLoadBalancer" for e in plan.events)
@@ -248,6 +233,7 @@ class ServiceSync:
             return self._engine_failure(exc, service, Action.CLEANUP)
         with self._lock:
             self._applied.pop(key, None)
+        self.drift.forget(key)
         service = self._patch_fresh(
             service, lambda svc: plan_cleanup(svc, self._settings).finalizer_patch
         )

@@ -3,7 +3,8 @@
 What lives here (``X_plan``/``plan``: pure decisions; the others carry them out):
 
 * :mod:`.stack`: :class:`~.stack.Engine` (the stacks of this cluster) and
-  :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``delete`` of one Service);
+  :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``check_drift``,
+  ``delete`` of one Service);
   :mod:`.results`: the :class:`~.results.EnsureResult` that ``ensure`` returns (no Pulumi: the
   controller and its test doubles use it too);
 * :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
@@ -14,7 +15,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf (pure);
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
-  engine events turned into them;
+  engine events turned into them, and into drift;
+* :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
 * :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer

@@ -2,8 +2,9 @@
 
 :class:`Engine` holds the settings (backend, secrets, credentials, deadlines); :meth:`Engine.stack`
 gives the :class:`ServiceStack` of one Service, whose four operations are what the controller
-calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`
-and :meth:`~ServiceStack.refresh`. :meth:`Engine.stacks` lists this cluster's stacks (for the
+calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`,
+:meth:`~ServiceStack.refresh` and :meth:`~ServiceStack.check_drift` (a refresh that writes
+nothing). :meth:`Engine.stacks` lists this cluster's stacks (for the
 housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. Decisions (names,
 tags, skip or not, parsing the listing) are pure functions in :mod:`reconciler.engine.plan`, the
 spec as the stack applies it in :mod:`reconciler.engine.stack_spec`, what a crash left in
@@ -56,6 +57,7 @@ from reconciler.engine import run as engine_run
 from reconciler.engine.adopt import take_over
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
+from reconciler.engine.drift import check_drift
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.lost import lost_lookups
@@ -71,7 +73,7 @@ from reconciler.engine.preview_events import step_from_event
 from reconciler.engine.recovery import (
     recover_pending,
 )
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.engine.stack_meta import list_stacks, plain_outputs
 from reconciler.engine.stack_spec import (
     create_only_record,
@@ -123,9 +125,9 @@ class Engine(EngineContext):
 
 
 class ServiceStack(StackHandle):
-    """The stack of one Service and its four operations. One caller at a time per Service."""
+    """The stack of one Service and its operations. One caller at a time per Service."""
 
-    # --- the four operations -----------------------------------------------------------------
+    # --- the operations ----------------------------------------------------------------------
 
     def ensure(
         self, desired: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
@@ -329,6 +331,11 @@ class ServiceStack(StackHandle):
             with contextlib.suppress(auto.CommandError):
                 self.tags_of(stack).remove(HASH_TAG)
         return changes
+
+    def check_drift(self) -> DriftReport:
+        """What differs between the cloud and the state, changing neither (a preview-only
+        refresh, :mod:`reconciler.engine.drift`); empty without a stack."""
+        return check_drift(self)
 
     def delete(self, *, keep_floating_ip: bool | None = None) -> DeleteResult:
         """Destroy everything the stack made, then remove the stack (see engine_delete).

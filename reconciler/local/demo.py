@@ -180,6 +180,9 @@ class Demo:
                 str(cloud_conf),
                 "--state-dir",
                 str(self.state),
+                # the demo's own backend, whatever PULUMI_BACKEND_URL this shell exports
+                "--backend-url",
+                (self.state / "backend").as_uri(),
                 "--cluster-name",
                 self.cluster,
                 "--leader-elect",

@@ -83,6 +83,7 @@ class ControllerProcess:
         env["PULUMI_CONFIG_PASSPHRASE"] = PASSPHRASE
         env["POD_NAME"] = self.identity
         env.pop("KUBECONFIG", None)
+        env.pop("PULUMI_BACKEND_URL", None)  # run's default backend: the state folder's file://
         self.setup.logs.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(

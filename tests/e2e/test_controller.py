@@ -31,7 +31,7 @@ from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.plan import StackInfo
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
@@ -120,6 +120,11 @@ class RecordingEngine:
         with self.lock:
             self.calls.append(Call("refresh", f"{service.namespace}/{service.name}", []))
         return False
+
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        with self.lock:
+            self.calls.append(Call("check_drift", f"{service.namespace}/{service.name}", []))
+        return DriftReport()
 
     def stacks(self) -> list[StackInfo]:
         return []

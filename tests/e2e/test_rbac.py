@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from reconciler.cli import main as cli
+from reconciler.cli.common import backend_url
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
@@ -66,6 +67,7 @@ DENIED = [
     ("watch", "secrets", ""),
     ("list", "secrets", NAMESPACE),
     ("get", "secrets/lb-reconciler-cloud-config", NAMESPACE),
+    ("get", "secrets/lb-reconciler-state", NAMESPACE),
     ("patch", "nodes", ""),
     ("delete", "nodes", ""),
     ("create", "pods", TEST_NS),
@@ -394,6 +396,7 @@ def test_what_the_controller_must_not_do_is_forbidden(
     forbidden(sa.list, "/api/v1/secrets")
     forbidden(sa.list, f"/api/v1/namespaces/{NAMESPACE}/secrets")
     forbidden(sa.get, f"/api/v1/namespaces/{NAMESPACE}/secrets/lb-reconciler-cloud-config")
+    forbidden(sa.get, f"/api/v1/namespaces/{NAMESPACE}/secrets/lb-reconciler-state")
     # Nodes: read only
     forbidden(sa.patch, "/api/v1/nodes/any-node", {"metadata": {"labels": {"x": "y"}}})
     forbidden(sa.request, method="DELETE", path="/api/v1/nodes/any-node")
@@ -444,55 +447,97 @@ def test_what_the_controller_must_not_do_is_forbidden(
 
 # -- every manifest in deploy/ against the API server's schema --------------------------------
 
+SHARED = ["rbac.yaml", "cloud-config-secret.example.yaml", "state-secret.example.yaml", ""]
+"""The default install: ``kubectl apply -f deploy/rbac.yaml -f deploy/`` (deploy/README.md)."""
+FILE_BACKEND = [
+    "rbac.yaml",
+    "cloud-config-secret.example.yaml",
+    "state-secret.example.yaml",
+    "file-backend",
+]
+"""The single-replica file:// variant's install command (deploy/README.md)."""
 
-def test_every_manifest_is_valid_for_the_api_server(
-    installed: LocalControlPlane, toolchain: Toolchain
-) -> None:
-    manifests = sorted(p.name for p in DEPLOY.glob("*.yaml"))
-    assert set(manifests) == {
-        "rbac.yaml",
-        "deployment.yaml",
-        "pvc.yaml",
+
+def files_args(names: list[str]) -> list[str]:
+    return [arg for name in names for arg in ("-f", str(DEPLOY / name))]
+
+
+def test_deploy_holds_the_two_installs_and_nothing_else() -> None:
+    assert sorted(str(p.relative_to(DEPLOY)) for p in DEPLOY.rglob("*.yaml")) == [
         "cloud-config-secret.example.yaml",
-    }
-    code, out = kubectl(
-        toolchain, installed.kubeconfig, "apply", "--dry-run=server", "-f", str(DEPLOY)
-    )
-    assert code == 0, out
-    for expected in (
-        "deployment.apps/lb-reconciler",
-        "persistentvolumeclaim/lb-reconciler-state",
-        "secret/lb-reconciler-cloud-config",
-        "clusterrole.rbac.authorization.k8s.io/lb-reconciler",
-        "role.rbac.authorization.k8s.io/lb-reconciler-leader-election",
-    ):
-        assert expected in out, out
-    assert "(server dry run)" in out
-    assert "would violate PodSecurity" not in out, out  # the Namespace enforces "restricted"
-    # strict field validation: an unknown field anywhere would fail the dry run
-    code, out = kubectl(
-        toolchain,
-        installed.kubeconfig,
-        "apply",
-        "--dry-run=server",
-        "--validate=strict",
-        "-f",
-        str(DEPLOY),
-    )
-    assert code == 0, out
+        "deployment.yaml",
+        "file-backend/deployment.yaml",
+        "file-backend/pvc.yaml",
+        "rbac.yaml",
+        "state-secret.example.yaml",
+    ]
 
 
-def test_the_readme_install_command_works_on_a_new_cluster(
+@pytest.mark.parametrize(
+    ("folder", "expected"),
+    [
+        pytest.param(
+            DEPLOY,
+            [
+                "deployment.apps/lb-reconciler",
+                "secret/lb-reconciler-cloud-config",
+                "secret/lb-reconciler-state",
+                "clusterrole.rbac.authorization.k8s.io/lb-reconciler",
+                "role.rbac.authorization.k8s.io/lb-reconciler-leader-election",
+            ],
+            id="deploy",
+        ),
+        pytest.param(
+            DEPLOY / "file-backend",
+            ["deployment.apps/lb-reconciler", "persistentvolumeclaim/lb-reconciler-state"],
+            id="deploy-file-backend",
+        ),
+    ],
+)
+def test_every_manifest_is_valid_for_the_api_server(
+    installed: LocalControlPlane, toolchain: Toolchain, folder: Path, expected: list[str]
+) -> None:
+    """A server-side dry run of every file of the folder, with strict field validation (an
+    unknown field anywhere fails) and the Namespace's restricted Pod Security enforced: any
+    error, and any warning, fails."""
+    apply = ["apply", "--dry-run=server", "--validate=strict", "-f", str(folder)]
+    code, out = kubectl(toolchain, installed.kubeconfig, *apply)
+    assert code == 0, out
+    for name in expected:
+        assert f"{name} " in out, out
+    lines = out.splitlines()
+    assert lines, out
+    assert all(line.endswith("(server dry run)") for line in lines), out  # no warning
+
+
+def test_the_readme_install_commands_work_on_a_new_cluster(
     toolchain: Toolchain, tmp_path: Path
 ) -> None:
-    """``kubectl apply -f deploy/rbac.yaml -f deploy/`` (deploy/README.md), for real, on an API
-    server that has never seen deploy/: the Namespace exists before the namespaced objects."""
+    """deploy/README.md's commands, for real, on an API server that has never seen deploy/: the
+    single-replica file:// variant, then the move to the shared backend (the default), then
+    back; the Namespace exists before the namespaced objects each time."""
     with LocalControlPlane.start(toolchain=toolchain, folder=tmp_path / "plane") as plane:
-        code, out = kubectl(
-            toolchain, plane.kubeconfig, "apply", "-f", str(DEPLOY / "rbac.yaml"), "-f", str(DEPLOY)
-        )
-        assert code == 0, out
-        assert "would violate PodSecurity" not in out, out
+
+        def deployment() -> dict[str, Any]:
+            code, out = kubectl(
+                toolchain,
+                plane.kubeconfig,
+                *("-n", NAMESPACE, "get", "deployment/lb-reconciler", "-o", "yaml"),
+            )
+            assert code == 0, out
+            found: dict[str, Any] = yaml.safe_load(out)
+            return found
+
+        for install, replicas, strategy in (
+            (FILE_BACKEND, 1, "Recreate"),
+            (SHARED, 2, "RollingUpdate"),
+            (FILE_BACKEND, 1, "Recreate"),
+        ):
+            code, out = kubectl(toolchain, plane.kubeconfig, "apply", *files_args(install))
+            assert code == 0, out
+            assert "Warning" not in out, out
+            spec = deployment()["spec"]
+            assert (spec["replicas"], spec["strategy"]["type"]) == (replicas, strategy)
         code, out = kubectl(
             toolchain,
             plane.kubeconfig,
@@ -502,21 +547,39 @@ def test_the_readme_install_command_works_on_a_new_cluster(
             "deployment/lb-reconciler",
             "pvc/lb-reconciler-state",
             "secret/lb-reconciler-cloud-config",
+            "secret/lb-reconciler-state",
             "serviceaccount/lb-reconciler",
             "role/lb-reconciler-leader-election",
             "-o",
             "name",
         )
         assert code == 0, out
-        assert len(out.splitlines()) == 5, out
+        assert len(out.splitlines()) == 6, out
 
 
-def test_the_deployment_runs_the_cli_with_flags_it_has() -> None:
-    """The Deployment's command line parses with ``lb-reconciler``'s own parser, and its probes
-    and ports point at the address the process serves /healthz and /readyz on."""
-    deployment = yaml.safe_load((DEPLOY / "deployment.yaml").read_text())
+def _deployment(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The Deployment of ``path``, its Pod spec, its one container."""
+    deployment = yaml.safe_load(path.read_text())
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
+    return deployment, pod, container
+
+
+def _secret_refs(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        e["name"]: e["valueFrom"]["secretKeyRef"]
+        for e in container["env"]
+        if "secretKeyRef" in e.get("valueFrom", {})
+    }
+
+
+@pytest.mark.parametrize(
+    "path", [DEPLOY / "deployment.yaml", DEPLOY / "file-backend/deployment.yaml"]
+)
+def test_the_deployment_runs_the_cli_with_flags_it_has(path: Path) -> None:
+    """The Deployment's command line parses with ``lb-reconciler``'s own parser, and its probes
+    and ports point at the address the process serves /healthz and /readyz on."""
+    deployment, pod, container = _deployment(path)
     assert container["command"] == ["lb-reconciler"]
     args = cli.build_parser().parse_args(container["args"])
     assert args.func is cli.cmd_run
@@ -532,7 +595,44 @@ def test_the_deployment_runs_the_cli_with_flags_it_has() -> None:
     assert container["ports"] == [{"name": "http", "containerPort": port}]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == NAME
-    env = {e["name"]: e.get("valueFrom", {}) for e in container["env"]}
-    assert env["PULUMI_CONFIG_PASSPHRASE"]["secretKeyRef"]["key"] == "passphrase"
+    refs = _secret_refs(container)
+    assert refs["PULUMI_CONFIG_PASSPHRASE"] == {"name": "lb-reconciler-state", "key": "passphrase"}
+
+
+def test_the_default_deployment_takes_its_backend_from_the_secret_and_shares_no_volume() -> None:
+    deployment, pod, container = _deployment(DEPLOY / "deployment.yaml")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    refs = _secret_refs(container)
+    assert refs["PULUMI_BACKEND_URL"] == {"name": "lb-reconciler-state", "key": "backend-url"}
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # s3:// only
+        assert refs[key] == {"name": "lb-reconciler-state", "key": key, "optional": True}
+    assert not any("persistentVolumeClaim" in v for v in pod["volumes"])
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["state"] == {"name": "state", "emptyDir": {}}
+    # every key the Deployment reads is in the example Secret, and its URL is one run takes
+    secret = yaml.safe_load((DEPLOY / "state-secret.example.yaml").read_text())
+    assert secret["metadata"] == {"name": "lb-reconciler-state", "namespace": NAMESPACE}
+    assert {r["key"] for r in refs.values() if r["name"] == "lb-reconciler-state"} <= set(
+        secret["stringData"]
+    )
+    url = secret["stringData"]["backend-url"]
+    assert backend_url(None, {"PULUMI_BACKEND_URL": url}) == url
+    assert not url.startswith("file://")
+    cloud = yaml.safe_load((DEPLOY / "cloud-config-secret.example.yaml").read_text())
+    assert set(cloud["stringData"]) == {"cloud.conf"}  # the passphrase moved to the state Secret
+
+
+def test_the_file_backend_variant_is_one_pod_on_a_read_write_once_volume() -> None:
+    deployment, pod, container = _deployment(DEPLOY / "file-backend/deployment.yaml")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert "PULUMI_BACKEND_URL" not in {e["name"] for e in container["env"]}
+    args = cli.build_parser().parse_args(container["args"])
+    assert args.backend_url is None  # file://<state-dir>/backend, on the volume
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    claim = volumes["state"]["persistentVolumeClaim"]["claimName"]
+    pvc = yaml.safe_load((DEPLOY / "file-backend/pvc.yaml").read_text())
+    assert pvc["metadata"] == {"name": claim, "namespace": NAMESPACE}
+    assert pvc["spec"]["accessModes"] == ["ReadWriteOnce"]

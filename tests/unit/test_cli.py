@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.cli.common import backend_url, shown_url
 from reconciler.cli.main import build_parser, main
 
 # `run` configures the root logger onto each test's captured stderr
@@ -70,6 +71,70 @@ def test_run_without_a_passphrase_exits_2(
     code = main(["run", "--cloud-config", str(conf), "--log-format", "text", "--http-address", ""])
     assert code == 2
     assert "PULUMI_CONFIG_PASSPHRASE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["repair", "report"])
+def test_run_refuses_a_drift_mode_with_an_interval_of_0(
+    mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--cloud-config", "x", "--drift", mode, "--drift-interval", "0"]
+    assert main([*argv, "--log-format", "text", "--http-address", ""]) == 2
+    err = capsys.readouterr().err
+    assert f"--drift={mode} needs a --drift-interval above 0" in err
+    assert "--drift=off" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "url"),
+    [
+        (None, {}, ""),  # the file:// backend in --state-dir
+        (None, {"PULUMI_BACKEND_URL": "s3://lbr?region=x"}, "s3://lbr?region=x"),
+        ("postgres://db/lbr", {"PULUMI_BACKEND_URL": "s3://lbr"}, "postgres://db/lbr"),
+        (" file:///var/lib/lbr/backend\n", {}, "file:///var/lib/lbr/backend"),
+        (None, {"PULUMI_BACKEND_URL": "https://api.pulumi.com"}, "https://api.pulumi.com"),
+    ],
+)
+def test_the_backend_is_the_flag_else_pulumis_variable(
+    flag: str | None, env: dict[str, str], url: str
+) -> None:
+    assert backend_url(flag, env) == url
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "says"),
+    [
+        ("", {}, "--backend-url is empty"),
+        (None, {"PULUMI_BACKEND_URL": " "}, "PULUMI_BACKEND_URL is empty"),
+        ("posgres://lbr:hunter2@db/lbr", {}, "not a Pulumi backend URL"),
+        ("bucket/prefix", {}, "not a Pulumi backend URL"),
+    ],
+)
+def test_run_refuses_an_empty_or_unknown_backend_and_exits_2(
+    flag: str | None,
+    env: dict[str, str],
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    argv = ["run", "--cloud-config", "x", "--log-format", "text", "--http-address", ""]
+    assert main(argv + ([] if flag is None else ["--backend-url", flag])) == 2
+    err = capsys.readouterr().err
+    assert says in err
+    assert "hunter2" not in err
+    assert "postgres://" in err  # what it may be
+
+
+def test_a_backend_url_is_shown_without_its_credentials() -> None:
+    assert shown_url("postgres://lbr:hunter2@db:5432/lbr?sslmode=require") == (
+        "postgres://lbr:[secret]@db:5432/lbr?sslmode=require"
+    )
+    assert shown_url("s3://b/p?endpoint=http://m:9000&region=x&secret_key=hunter2") == (
+        "s3://b/p?endpoint=http://m:9000&region=x&secret_key=[secret]"
+    )
+    assert shown_url("file:///var/lib/lbr/backend") == "file:///var/lib/lbr/backend"
 
 
 def test_run_rejects_a_bad_worker_count(capsys: pytest.CaptureFixture[str]) -> None:

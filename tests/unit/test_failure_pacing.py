@@ -34,7 +34,7 @@ from reconciler.engine.errors import (
     engine_error,
 )
 from reconciler.engine.plan import StackInfo
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
 from tests.builders import EXAMPLE_SERVICE, example_service
 
@@ -121,6 +121,9 @@ class FailingEngine:
 
     def refresh(self, service: ServiceRef) -> bool:
         return False
+
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        return DriftReport()
 
     def stacks(self) -> list[StackInfo]:
         return []

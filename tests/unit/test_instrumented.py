@@ -7,7 +7,7 @@ import pytest
 from reconciler.controller.instrumented import InstrumentedEngine
 from reconciler.controller.metrics import Metrics
 from reconciler.engine.plan import StackInfo
-from reconciler.engine.results import EnsureResult
+from reconciler.engine.results import DriftedResource, DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from tests.unit.model_helpers import spec_of
 
@@ -32,6 +32,11 @@ class FakeEngine:
     def refresh(self, service: ServiceRef) -> bool:
         return self.changed
 
+    def check_drift(self, service: ServiceRef) -> DriftReport:
+        if self.fail:
+            raise RuntimeError("boom")
+        return DriftReport((DriftedResource("lb", "t", deleted=True),) if self.changed else ())
+
     def stacks(self) -> list[StackInfo]:
         return []
 
@@ -52,6 +57,7 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     fake.changed = False
     engine.ensure(spec)
     assert engine.refresh(spec.service) is False
+    assert engine.check_drift(spec.service) == DriftReport()
     engine.delete(spec.service)
     fake.fail = True
     with pytest.raises(RuntimeError, match="boom"):
@@ -62,4 +68,20 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     assert sample(metrics, total, kind="refresh", result="success") == 1
     assert sample(metrics, total, kind="destroy", result="success") == 1
     assert sample(metrics, total, kind="up", result="error") == 1
-    assert sample(metrics, "lbr_drift_checks_total", drifted="false") == 1
+    assert sample(metrics, total, kind="refresh-preview", result="success") == 1
+    assert sample(metrics, "lbr_drift_checks_total", drifted="false") == 2
+
+
+def test_a_drift_check_that_writes_nothing_is_a_refresh_preview() -> None:
+    fake, metrics = FakeEngine(), Metrics(process_metrics=False)
+    engine = InstrumentedEngine(fake, metrics)
+    ref = spec_of().service
+    assert engine.check_drift(ref).drifted
+    fake.fail = True
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.check_drift(ref)
+    total = "lbr_stack_operations_total"
+    assert sample(metrics, total, kind="refresh-preview", result="success") == 1
+    assert sample(metrics, total, kind="refresh-preview", result="error") == 1
+    assert sample(metrics, total, kind="refresh", result="success") == 0
+    assert sample(metrics, "lbr_drift_checks_total", drifted="true") == 1

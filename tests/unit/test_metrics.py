@@ -62,6 +62,7 @@ def test_every_documented_metric_is_exposed(m: Metrics) -> None:
         "lbr_orphan_stacks_deleted_total",
         "lbr_drift_checks_total",
         "lbr_drift_repaired_total",
+        "lbr_drifted_stacks",
         "lbr_leader",
     } <= names(m)
 
@@ -128,7 +129,11 @@ def test_stack_operation(m: Metrics, kind: str) -> None:
     ("call", "wrong", "allowed"),
     [
         (lambda m: m.reconcile("sucess", 1.0), "sucess", "success, retry, error, invalid"),
-        (lambda m: m.stack_operation("upp", "success", 1.0), "upp", "up, destroy, refresh, skip"),
+        (
+            lambda m: m.stack_operation("upp", "success", 1.0),
+            "upp",
+            "up, destroy, refresh, refresh-preview, skip",
+        ),
         (lambda m: m.stack_operation("up", "ok", 1.0), "ok", "success, error"),
     ],
 )
@@ -188,6 +193,11 @@ def test_housekeeping_counters(m: Metrics) -> None:
     assert value(m, "lbr_drift_checks_total", drifted="true") == 2
     assert value(m, "lbr_drift_checks_total", drifted="false") == 1
     assert value(m, "lbr_drift_repaired_total") == 1
+    assert value(m, "lbr_drifted_stacks") == 0
+    m.set_drifted_stacks(3)
+    assert value(m, "lbr_drifted_stacks") == 3
+    m.set_drifted_stacks(0)
+    assert value(m, "lbr_drifted_stacks") == 0
 
 
 def test_leader_gauge(m: Metrics) -> None:
