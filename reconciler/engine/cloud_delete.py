@@ -104,7 +104,9 @@ def cascade_delete(
                 rest.delete_load_balancer(lb_id)
                 asked = True
             except OpenStackRestError as exc:
-                if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile
+                if exc.not_found:  # gone meanwhile (or an earlier answer was lost)
+                    return
+                if not exc.conflict:  # 409: it went PENDING_* meanwhile
                     raise
 
 
@@ -188,5 +190,5 @@ def _delete_child(
             rest.delete(kind, ident, missing_ok=True)
             return
         except OpenStackRestError as exc:
-            if "HTTP 409" not in str(exc):  # 409: its load balancer is PENDING_*
+            if not exc.conflict:  # 409: its load balancer is PENDING_*
                 raise

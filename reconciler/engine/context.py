@@ -64,6 +64,8 @@ class EngineContext:
         self.cancelled = threading.Event()
         # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
         self.secrets_written: dict[tuple[str, str], str] = {}
+        self._rest: OpenStackRest | None = None
+        self._rest_lock = threading.Lock()
 
     def cancel(self) -> None:
         """Interrupt the running stack operations and refuse new ones (the process stops):
@@ -89,4 +91,9 @@ class EngineContext:
         return type(error)(redact(str(error), self._secrets, keep=keep), stack=stack)
 
     def rest(self) -> OpenStackRest:
-        return OpenStackRest(auth=self.settings.auth)
+        """The engine's OpenStack client: one for every stack and thread, so one login (its
+        token renewed when due) serves them all."""
+        with self._rest_lock:
+            if self._rest is None:
+                self._rest = OpenStackRest(auth=self.settings.auth)
+            return self._rest
