@@ -14,9 +14,11 @@ import pytest
 
 from emulator.faults import FaultConfig, FaultRule
 from emulator.server import EmulatorHandle, tls_context
+from reconciler.cli.main import main
 from reconciler.config import AuthConfig, parse_cloud_conf
 from reconciler.engine.openstack import LoginError, OpenStackRest, OpenStackRestError
 from reconciler.local.pki import PkiFiles, write_pki
+from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import FIP_TYPE, LISTENER_TYPE
 from tests.emulated import EmulatorAdmin, connect, running_emulator, wait_until
 
@@ -284,3 +286,27 @@ def test_a_token_the_cloud_forgot_is_replaced_by_a_new_login() -> None:
         finally:
             second.stop()
 
+
+def test_sweep_stops_at_a_refused_login_with_what_to_fix(
+    toolchain: Toolchain,
+    fresh: EmulatorHandle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    commands_env: pytest.MonkeyPatch,
+) -> None:
+    conf = tmp_path / "cloud.conf"
+    conf.write_text(password_conf(fresh.topology(), password="not-the-password"))
+    code = main(
+        [
+            "sweep",
+            "--cloud-config", str(conf),
+            "--state-dir", str(tmp_path / "lbr"),
+            "--cluster-name", "login-test",
+        ]
+    )  # fmt: skip
+    _out, err = capsys.readouterr()
+    assert code == 1
+    assert err.startswith("error: cannot use the OpenStack cloud: cannot log in to Keystone at ")
+    assert "the cloud answered 401" in err
+    assert "check username, password" in err
+    assert "not-the-password" not in err
