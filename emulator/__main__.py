@@ -17,7 +17,7 @@ from types import FrameType
 
 from emulator.cloud import EmulatorConfig
 from emulator.faults import FaultConfig
-from emulator.server import start
+from emulator.server import start, tls_context
 from emulator.timing import PROFILES, TimingProfile
 from emulator.topology import load_document, load_topology
 
@@ -63,6 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML/JSON fault configuration (seed, rules, loadbalancers)",
     )
     parser.add_argument(
+        "--pagination-max-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="largest page of a Neutron or Octavia list; longer lists are paged with "
+        "*_links as the services' pagination_max_limit does (default: no limit)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=None,
+        help="serve HTTPS with this certificate (PEM; needs --tls-key)",
+    )
+    parser.add_argument("--tls-key", type=Path, default=None, help="the key of --tls-cert (PEM)")
+    parser.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        help="with --tls-cert: require client certificates signed by this CA (PEM)",
+    )
+    parser.add_argument(
         "--clouds-yaml",
         type=Path,
         default=Path(".state/emulator/clouds.yaml"),
@@ -99,8 +120,18 @@ def main(argv: list[str] | None = None) -> int:
             faults=faults,
             topology=load_topology(path=args.topology),
             state_file=args.state_file,
+            pagination_max_limit=args.pagination_max_limit,
         )
-    except ValueError as exc:
+        if (args.tls_cert is None) != (args.tls_key is None):
+            raise ValueError("--tls-cert and --tls-key go together")
+        if args.tls_client_ca is not None and args.tls_cert is None:
+            raise ValueError("--tls-client-ca needs --tls-cert and --tls-key")
+        context = None
+        if args.tls_cert is not None:
+            context = tls_context(
+                cert_file=args.tls_cert, key_file=args.tls_key, client_ca_file=args.tls_client_ca
+            )
+    except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # Handled before anything is printed: a parent may stop us the moment it reads the URL.
@@ -111,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    handle = start(host=args.host, port=args.port, config=config)
+    handle = start(host=args.host, port=args.port, config=config, ssl_context=context)
     clouds = handle.write_clouds_yaml(path=args.clouds_yaml, cloud_name=args.cloud_name)
     print(f"auth_url: {handle.auth_url}")
     print(f"clouds.yaml: {clouds} (cloud '{args.cloud_name}', OS_CLIENT_CONFIG_FILE={clouds})")

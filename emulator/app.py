@@ -1,11 +1,13 @@
 """The emulator's transport-independent core: one port, one path prefix per service.
 
 ``/identity`` is Keystone, ``/networking`` Neutron, ``/load-balancer`` Octavia and ``/admin`` the
-emulator's own endpoints. For each request the app, in order: applies due Octavia transitions,
-finds the route (404/405 in the service's own error shape), validates ``X-Auth-Token`` with
-Keystone for Neutron and Octavia (401 otherwise), asks the fault injector (latency, error,
-quota, dropped connection), then calls the route under the store lock. Every response carries
-``X-OpenStack-Request-Id``.
+emulator's own endpoints. Those are the catalog's public endpoints; its internal and admin
+endpoints are the same services under ``/internal/...`` and ``/admin-interface/...``
+(:data:`~emulator.keystone.responses.INTERFACE_PATHS`). For each request the app, in order:
+applies due Octavia transitions, finds the route (404/405 in the service's own error shape),
+validates ``X-Auth-Token`` with Keystone for Neutron and Octavia (401 otherwise), asks the fault
+injector (latency, error, quota, dropped connection), then calls the route under the store lock.
+Every response carries ``X-OpenStack-Request-Id``.
 
 :meth:`EmulatorApp.handle` takes a request as plain values and returns a
 :class:`~emulator.web.Response`, or ``None`` when the fault injector wants the connection
@@ -35,6 +37,7 @@ from emulator.errors import (
     Unauthorized,
 )
 from emulator.keystone import responses as keystone_responses
+from emulator.keystone.responses import INTERFACE_PATHS
 from emulator.neutron import responses as neutron_responses
 from emulator.octavia import responses as octavia_responses
 from emulator.octavia.base import QUOTA_TITLES
@@ -65,13 +68,17 @@ class EmulatorApp:
             ),
             "networking": Service(
                 "neutron",
-                neutron_responses.NeutronResponses(neutron=cloud.neutron).router,
+                neutron_responses.NeutronResponses(
+                    neutron=cloud.neutron, max_limit=cloud.config.pagination_max_limit
+                ).router,
                 neutron_responses.render_error,
                 needs_token=True,
             ),
             "load-balancer": Service(
                 "octavia",
-                octavia_responses.OctaviaResponses(octavia=cloud.octavia).router,
+                octavia_responses.OctaviaResponses(
+                    octavia=cloud.octavia, max_limit=cloud.config.pagination_max_limit
+                ).router,
                 octavia_responses.render_error,
                 needs_token=True,
             ),
@@ -98,8 +105,11 @@ class EmulatorApp:
         a body); the transport sends it as it is (a HEAD answer drops the body).
         """
         request_id = f"req-{uuid.uuid4()}"
-        prefix, _, rest = path.lstrip("/").partition("/")
+        interface, under = _interface_of(path)
+        prefix, _, rest = under.lstrip("/").partition("/")
         service = self.services.get(prefix)
+        if service is not None and service.name == "admin" and interface != "public":
+            service = None  # the emulator's own endpoints are in no catalog
         request = Request(
             method=method.upper(),
             path="/" + rest if service is not None else path,
@@ -107,7 +117,8 @@ class EmulatorApp:
             headers={key.lower(): value for key, value in headers.items()},
             body=body,
             base_url=base_url,
-            service_url=f"{base_url}/{prefix}",
+            service_url=f"{base_url}/{INTERFACE_PATHS[interface]}{prefix}",
+            interface=interface,
         )
         response = self._handle(request, service)
         if response is None or response.dropped:
@@ -145,7 +156,7 @@ class EmulatorApp:
                     return keystone_responses.render_error(error)
                 request = request.with_auth(ctx)
             if service.name != "admin":
-                decision = self.cloud.faults.decide(route.op)
+                decision = self.cloud.faults.decide(route.op, interface=request.interface)
                 if decision.latency:
                     time.sleep(decision.latency)
                 if decision.drop:
@@ -177,6 +188,15 @@ class EmulatorApp:
                 f"Quota has been met for resources: {QUOTA_TITLES.get(resource, resource)}"
             )
         return Conflict(f"Quota exceeded for resources: ['{resource}'].", kind="OverQuota")
+
+
+def _interface_of(path: str) -> tuple[str, str]:
+    """The catalog interface a path was addressed through, and the path without its part."""
+    stripped = path.lstrip("/")
+    for interface, part in INTERFACE_PATHS.items():
+        if part and stripped.startswith(part):
+            return interface, "/" + stripped.removeprefix(part)
+    return "public", path
 
 
 def made(response: Response) -> str:

@@ -41,12 +41,21 @@ _SEED_MARK = "seeded"
 
 @dataclass(frozen=True)
 class EmulatorConfig:
-    """How to build a cloud: timing, faults, topology and where to keep state."""
+    """How to build a cloud: timing, faults, topology, where to keep state, and the largest
+    page a Neutron or Octavia list answers (their ``pagination_max_limit``; None: no limit, as
+    Neutron's default, while Octavia's is 1000)."""
 
     timing: TimingProfile = INSTANT
     faults: FaultConfig = field(default_factory=FaultConfig)
     topology: Topology = field(default_factory=load_topology)
     state_file: Path | None = None
+    pagination_max_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pagination_max_limit is not None and self.pagination_max_limit < 1:
+            raise ValueError(
+                f"pagination_max_limit must be 1 or more (or None), got {self.pagination_max_limit}"
+            )
 
 
 class Cloud:

@@ -9,7 +9,10 @@ Two kinds of rules, both loaded from the ``faults`` file (YAML/JSON) or the admi
   adds ``latency`` seconds, answers ``status`` with an error body, drops the connection without
   an answer, or (``quota: true``) answers that service's over-quota error. ``drop`` with
   ``after: true`` carries the operation out first and then drops the connection: the cloud made
-  the change and the client never hears of it (an API process that dies mid-answer).
+  the change and the client never hears of it (an API process that dies mid-answer). A rule's
+  ``interface`` (a glob, default any) limits it to requests through the catalog's ``public``,
+  ``internal`` or ``admin`` endpoints: ``{interface: public, drop: true}`` is a cloud whose
+  public endpoints cannot be reached from where the client runs.
 * :class:`LbFault` acts on the Octavia status machine: the next matching transition of a load
   balancer (by name glob and phase) ends in ``ERROR`` or stays ``PENDING_*`` for ever.
 
@@ -40,6 +43,7 @@ class FaultRule:
     quota: bool = False
     count: int | None = None
     message: str = "Injected fault"
+    interface: str = "*"  # glob over the catalog interface used: public, internal, admin
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
@@ -163,13 +167,16 @@ class FaultInjector:
         with self._lock:
             return dict(self._armed.fired)
 
-    def decide(self, operation: str) -> Decision:
-        """The latency to add and the failing rule (if any) for one API operation."""
+    def decide(self, operation: str, *, interface: str = "public") -> Decision:
+        """The latency to add and the failing rule (if any) for one API operation, asked
+        through the catalog's ``interface``."""
         latency = 0.0
         with self._lock:
             armed = self._armed
             for i, rule in enumerate(armed.config.rules):
                 if not fnmatch.fnmatchcase(operation, rule.operation):
+                    continue
+                if not fnmatch.fnmatchcase(interface, rule.interface):
                     continue
                 if not self._fire(armed, f"rules[{i}]", rule.rate, rule.count):
                     continue

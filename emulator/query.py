@@ -9,6 +9,8 @@ then project fields. Conventions follow the two services:
 * ``tags`` (all of), ``tags-any``, ``not-tags``, ``not-tags-any`` take comma-separated tags;
 * ``sort_key``/``sort_dir`` (both) and ``sort=key:dir,key2`` (Octavia);
 * ``limit``/``marker``/``page_reverse`` with ``<collection>_links`` ``next``/``previous`` hrefs;
+  with a ``max_limit`` (the services' ``pagination_max_limit`` option) a page never holds more,
+  and a request without ``limit`` gets pages of that size, as Neutron and Octavia do;
 * ``fields`` (repeated, or comma-separated in Octavia) selects the keys returned.
 """
 
@@ -139,12 +141,15 @@ def paginate(
     collection: str,
     url: str,
     marker_error: type[ApiError] = BadRequest,
+    max_limit: int | None = None,
 ) -> tuple[list[Record], list[dict[str, str]]]:
-    """One page of ``records`` and the ``<collection>_links`` list."""
+    """One page of ``records`` and the ``<collection>_links`` list. ``max_limit``: the
+    service's ``pagination_max_limit`` (None: unlimited), which caps ``limit`` and is the page
+    size when the request gives none (Neutron's ``api_common.get_limit_and_marker``)."""
     limit_text = next(iter(query.get("limit") or []), None)
     marker = next(iter(query.get("marker") or []), None)
     reverse = (query.get("page_reverse") or ["false"])[0].lower() == "true"
-    if limit_text is None and marker is None:
+    if limit_text is None and marker is None and not max_limit:
         return records, []
     try:
         limit = int(limit_text) if limit_text is not None else 0
@@ -152,6 +157,8 @@ def paginate(
         raise BadRequest(f"limit must be an integer, got {limit_text!r}.") from None
     if limit < 0:
         raise BadRequest(f"limit must be >= 0, got {limit}.")
+    if max_limit:
+        limit = min(limit, max_limit) if limit else max_limit
     ordered = list(reversed(records)) if reverse else records
     start = 0
     if marker is not None:

@@ -17,6 +17,11 @@ thread, shuts the pool down and closes the store: nothing is left running; a sec
 nothing. :meth:`EmulatorHandle.restart` stops and serves the same configuration again on the same
 host and port (so clients' auth URLs stay valid); with a ``state_file`` the cloud comes back as
 it was, as a restarted ``python -m emulator --state-file ... --port ...`` does.
+
+With an ``ssl_context`` (:func:`tls_context`: a serving certificate and key, and optionally the
+CA whose client certificates it requires) the emulator serves HTTPS: ``url`` and every URL of
+the catalog are ``https://``, so clients are checked for their CA file and client certificate
+settings as a cloud behind TLS checks them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -74,11 +80,13 @@ class EmulatorHandle:
     host: str
     port: int
     _serving: _Serving
+    ssl_context: ssl.SSLContext | None = None
     _stopped: bool = field(default=False, repr=False)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def auth_url(self) -> str:
@@ -117,24 +125,49 @@ class EmulatorHandle:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return start(host=self.host, port=self.port, config=self.cloud.config)
+                return start(
+                    host=self.host,
+                    port=self.port,
+                    config=self.cloud.config,
+                    ssl_context=self.ssl_context,
+                )
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
 
 
-async def _serve(*, app: web.Application, sock: socket.socket) -> web.AppRunner:
+def tls_context(
+    *, cert_file: Path, key_file: Path, client_ca_file: Path | None = None
+) -> ssl.SSLContext:
+    """A server-side TLS context: this certificate and key; with ``client_ca_file``, every
+    client must show a certificate that CA signed (a cloud that asks for client certificates)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile=str(cert_file), keyfile=str(key_file))
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=str(client_ca_file))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+async def _serve(
+    *, app: web.Application, sock: socket.socket, ssl_context: ssl.SSLContext | None
+) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    await web.SockSite(runner, sock, ssl_context=ssl_context).start()
     return runner
 
 
 def start(
-    *, host: str = "127.0.0.1", port: int = 0, config: EmulatorConfig | None = None
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: EmulatorConfig | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> EmulatorHandle:
-    """Start the emulator in a background thread; ``port=0`` picks a free port."""
+    """Start the emulator in a background thread; ``port=0`` picks a free port; with an
+    ``ssl_context`` (:func:`tls_context`) it serves HTTPS."""
     cloud = Cloud(config=config or EmulatorConfig())
     try:
         sock = socket.create_server((host, port), reuse_port=False)
@@ -147,9 +180,9 @@ def start(
     thread.start()
     app = make_web_app(core=EmulatorApp(cloud=cloud), executor=executor)
     try:
-        runner = asyncio.run_coroutine_threadsafe(_serve(app=app, sock=sock), loop).result(
-            timeout=START_TIMEOUT
-        )
+        runner = asyncio.run_coroutine_threadsafe(
+            _serve(app=app, sock=sock, ssl_context=ssl_context), loop
+        ).result(timeout=START_TIMEOUT)
     except BaseException:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
@@ -165,4 +198,5 @@ def start(
         host=host,
         port=bound_port,
         _serving=_Serving(loop=loop, thread=thread, runner=runner, executor=executor),
+        ssl_context=ssl_context,
     )

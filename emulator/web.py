@@ -30,6 +30,7 @@ class Request:
     body: bytes = b""
     base_url: str = "http://127.0.0.1"
     service_url: str = "http://127.0.0.1"  # base URL of this service (with its prefix)
+    interface: str = "public"  # the catalog interface whose URL was used (public, internal, admin)
     params: Mapping[str, str] = field(default_factory=dict)
     auth: AuthContext | None = None  # set by the app after Keystone validated X-Auth-Token
 

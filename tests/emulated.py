@@ -11,6 +11,7 @@ fault rules and state file, stopped when the block or the fixture's scope ends.
 from __future__ import annotations
 
 import contextlib
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -92,10 +93,18 @@ def running_emulator(
     timing: TimingProfile = INSTANT,
     faults: FaultConfig | None = None,
     state_file: Path | None = None,
+    pagination_max_limit: int | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Iterator[EmulatorHandle]:
-    """An emulator on a free loopback port for the ``with`` block."""
-    config = EmulatorConfig(timing=timing, faults=faults or FaultConfig(), state_file=state_file)
-    handle = start(config=config)
+    """An emulator on a free loopback port for the ``with`` block (HTTPS with an
+    ``ssl_context``: :func:`emulator.server.tls_context`)."""
+    config = EmulatorConfig(
+        timing=timing,
+        faults=faults or FaultConfig(),
+        state_file=state_file,
+        pagination_max_limit=pagination_max_limit,
+    )
+    handle = start(config=config, ssl_context=ssl_context)
     try:
         yield handle
     finally:

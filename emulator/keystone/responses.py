@@ -33,22 +33,29 @@ def render_error(error: ApiError) -> Response:
     )
 
 
-def version_entry(base_url: str) -> dict[str, Any]:
+def version_entry(service_url: str) -> dict[str, Any]:
     return {
         "id": "v3.14",
         "status": "stable",
         "updated": "2020-04-07T00:00:00Z",
-        "links": [{"rel": "self", "href": f"{base_url}/identity/v3/"}],
+        "links": [{"rel": "self", "href": f"{service_url}/v3/"}],
         "media-types": [
             {"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}
         ],
     }
 
 
+# Where each interface of the catalog serves the services: a public endpoint is the service's
+# prefix itself (``/networking``), an internal or admin one sits under a path of its own
+# (``/internal/networking``), as a real cloud gives each interface its own URL. A client that is
+# told to use the internal interface can so be seen using it, and a fault rule can fail one
+# interface only (emulator.faults, ``interface``).
+INTERFACE_PATHS = {"public": "", "internal": "internal/", "admin": "admin-interface/"}
+
+
 def catalog(*, base_url: str, region: str) -> list[dict[str, Any]]:
     entries = []
     for service_type, name, prefix in SERVICES:
-        url = f"{base_url}/{prefix}"
         entries.append(
             {
                 "id": stable_id("service", service_type),
@@ -60,9 +67,9 @@ def catalog(*, base_url: str, region: str) -> list[dict[str, Any]]:
                         "interface": interface,
                         "region": region,
                         "region_id": region,
-                        "url": url,
+                        "url": f"{base_url}/{path}{prefix}",
                     }
-                    for interface in ("public", "internal", "admin")
+                    for interface, path in INTERFACE_PATHS.items()
                 ],
             }
         )
@@ -89,10 +96,10 @@ class KeystoneResponses:
         r.add("GET", "/v3/users/{user_id}", self.user, op="keystone.user.show")
 
     def versions(self, req: Request) -> Response:
-        return Response(300, {"versions": {"values": [version_entry(req.base_url)]}})
+        return Response(300, {"versions": {"values": [version_entry(req.service_url)]}})
 
     def version(self, req: Request) -> Response:
-        return Response(200, {"version": version_entry(req.base_url)})
+        return Response(200, {"version": version_entry(req.service_url)})
 
     def token_body(self, token: Record, base_url: str) -> dict[str, Any]:
         ks = self.keystone

@@ -60,8 +60,9 @@ def render_error(error: ApiError) -> Response:
 
 
 class NeutronResponses:
-    def __init__(self, *, neutron: Neutron) -> None:
+    def __init__(self, *, neutron: Neutron, max_limit: int | None = None) -> None:
         self.neutron = neutron
+        self.max_limit = max_limit  # Neutron's pagination_max_limit
         self.router = Router()
         r = self.router
         r.add("GET", "/", self.versions, op="neutron.versions", public=True)
@@ -155,6 +156,7 @@ class NeutronResponses:
                 collection=plural,
                 url=f"{req.service_url}/v2.0/{collection}",
                 marker_error=NotFound,
+                max_limit=self.max_limit,
             )
             body: dict[str, Any] = {
                 plural: [select_fields(self._view(kind, r), req.query) for r in page]

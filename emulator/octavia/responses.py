@@ -41,8 +41,9 @@ def render_error(error: ApiError) -> Response:
 
 
 class OctaviaResponses:
-    def __init__(self, *, octavia: Octavia) -> None:
+    def __init__(self, *, octavia: Octavia, max_limit: int | None = None) -> None:
         self.octavia = octavia
+        self.max_limit = max_limit  # Octavia's [api_settings] pagination_max_limit
         self.router = Router()
         r = self.router
         r.add("GET", "/", self.versions, op="octavia.versions", public=True)
@@ -139,7 +140,11 @@ class OctaviaResponses:
 
     def _page(self, req: Request, plural: str, records: list[Record]) -> Response:
         page, links = paginate(
-            records, req.query, collection=plural, url=f"{req.service_url}{req.path}"
+            records,
+            req.query,
+            collection=plural,
+            url=f"{req.service_url}{req.path}",
+            max_limit=self.max_limit,
         )
         items = [select_fields(self.octavia.view(r), req.query) for r in page]
         return Response(200, {plural: items, f"{plural}_links": links})

@@ -25,6 +25,7 @@ from reconciler.cli.common import (
     controller_settings,
     list_cluster,
     load_cloud_config,
+    logged_in,
     open_engine,
     require_cluster_name,
 )
@@ -177,7 +178,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
     run = _Run(
         engine,
-        engine.rest(),
+        logged_in(engine) if services else engine.rest(),
         config,
         settings,
         nodes,

@@ -26,6 +26,7 @@ from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 if TYPE_CHECKING:
     from reconciler.controller.kubeapi import KubeApi
     from reconciler.controller.sync_plan import ControllerSettings
+    from reconciler.engine.openstack import OpenStackRest
     from reconciler.engine.stack import Engine
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "controller_settings",
     "list_cluster",
     "load_cloud_config",
+    "logged_in",
     "open_engine",
     "require_cluster_name",
     "shown_url",
@@ -301,3 +303,17 @@ def open_engine(
         cluster_id=cluster_id,
     )
     return Engine(settings=settings)
+
+
+def logged_in(engine: Engine) -> OpenStackRest:
+    """The engine's OpenStack client, logged in now: a login that fails is a
+    :class:`CommandError` with the settings used and the cloud's answer, before anything else
+    is done (as the controller does at start)."""
+    from reconciler.engine.openstack import OpenStackRestError
+
+    rest = engine.rest()
+    try:
+        rest.login()
+    except OpenStackRestError as exc:
+        raise CommandError(f"cannot use the OpenStack cloud: {exc}") from None
+    return rest

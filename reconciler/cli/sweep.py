@@ -22,6 +22,7 @@ from reconciler.cli.common import (
     controller_settings,
     list_cluster,
     load_cloud_config,
+    logged_in,
     open_engine,
     require_cluster_name,
 )
@@ -85,7 +86,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_cloud_config(args.cloud_config)
     engine = open_engine(args, config, decrypts=args.delete)
     settings = controller_settings(args)
-    rest = engine.rest()
+    rest = logged_in(engine)
     try:
         with progress("listing stacks, Services and load balancers"):
             stacks = engine.stacks()

@@ -10,7 +10,8 @@ controller cannot honour, and keys without effect. Each returns :class:`ConfigIs
   never ignored (``enabled = false``, ``cascade-delete = false``,
   ``provider-requires-serial-api-calls = true``);
 * warnings (:func:`warn_load_balancer`, :func:`warn_global`): an untested provider, an unknown
-  container store, ``max-shared-lb`` below 1, ``clouds-file`` without ``use-clouds``.
+  container store, ``max-shared-lb`` below 1, ``clouds-file`` without ``use-clouds``, an
+  ``os-endpoint-type`` that names no interface.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from reconciler.config.settings import AuthConfig, ConfigIssue, LoadBalancerConf
 from reconciler.config.subnet_match import check_pattern, check_tags
 
 __all__ = [
+    "ENDPOINT_TYPES",
     "KNOWN_CONTAINER_STORES",
     "KNOWN_PROVIDERS",
     "LB_METHODS",
@@ -142,9 +144,18 @@ def check_global(auth: AuthConfig) -> list[ConfigIssue]:
     return out
 
 
+# what gophercloud (OCCM's and the provider's) reads in os-endpoint-type; anything else: public
+ENDPOINT_TYPES = ("public", "publicURL", "internal", "internalURL", "admin", "adminURL")
+
+
 def warn_global(auth: AuthConfig) -> list[ConfigIssue]:
+    out = []
     if auth.clouds_file and not auth.use_clouds:
         reason = "is not read without use-clouds = true (as in OCCM)"
         fix = "set use-clouds = true to take the credentials from it, or remove it"
-        return [ConfigIssue("Global", "clouds-file", auth.clouds_file, reason, fix)]
-    return []
+        out.append(ConfigIssue("Global", "clouds-file", auth.clouds_file, reason, fix))
+    if auth.endpoint_type and auth.endpoint_type not in ENDPOINT_TYPES:
+        reason = "is no endpoint interface: the public endpoints are used (as by OCCM)"
+        fix = "set public, internal or admin"
+        out.append(ConfigIssue("Global", "os-endpoint-type", auth.endpoint_type, reason, fix))
+    return out

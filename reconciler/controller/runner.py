@@ -5,7 +5,10 @@ start and stop, which is where a controller process earns or loses trust:
 
 start
     cloud.conf parsed (exit 2 with every problem named when it is unusable) -> the Pulumi engine
-    -> the HTTP server (``/healthz``, ``/readyz``, ``/metrics``) -> with ``--leader-elect``, the
+    -> its OpenStack client logs in (:func:`cloud_login`; exit 2 when the login or the catalog
+    fails, 1 when Keystone answers 5xx, each with the settings used and the cloud's answer; the
+    Lease is not even asked for, so a replica that cannot delete anything never leads) -> the
+    HTTP server (``/healthz``, ``/readyz``, ``/metrics``) -> with ``--leader-elect``, the
     Lease loop, which starts the controller when it leads; without it, the controller at once.
 
 stop (SIGTERM, SIGINT, or leadership lost)
@@ -28,6 +31,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 from reconciler.controller.backend import LoadBalancerEngine, PulumiEngine
@@ -39,6 +43,9 @@ from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
+
+if TYPE_CHECKING:
+    from reconciler.engine.stack import Engine
 
 __all__ = ["RunOptions", "run"]
 
@@ -124,6 +131,28 @@ def cluster_identity(kube: KubeApi) -> str:
     return uid
 
 
+def cloud_login(engine: Engine) -> int | None:
+    """Log the engine's OpenStack client in (and find its endpoints) before the controller
+    leads: every delete depends on it, and a controller that makes load balancers it cannot
+    delete leaves finalizers stuck. None when it worked, else the exit code, after an error
+    log saying with which settings and what the cloud answered."""
+    from reconciler.engine.openstack import LoginError, OpenStackRestError
+
+    try:
+        engine.rest().login()
+    except OpenStackRestError as exc:
+        # a login or catalog that does not work with these settings: cloud.conf's to fix
+        settings = isinstance(exc, LoginError) and (exc.status or 0) < 500
+        _log.error(
+            "cannot use the OpenStack cloud; not leading, exiting (the Deployment restarts "
+            "the process, which tries again)",
+            extra={"error": str(exc), "auth_url": engine.settings.auth.auth_url},
+        )
+        return EXIT_CONFIG if settings else EXIT_FAILURE
+    _log.info("logged in to OpenStack", extra={"auth_url": engine.settings.auth.auth_url})
+    return None
+
+
 def pulumi_engine(
     *,
     config: CloudConfig,
@@ -131,7 +160,7 @@ def pulumi_engine(
     state_dir: Path,
     backend_url: str,
     cluster_id: str = "",
-) -> LoadBalancerEngine:
+) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
 
@@ -144,7 +173,7 @@ def pulumi_engine(
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
     )
-    return PulumiEngine(engine=Engine(settings=settings))
+    return Engine(settings=settings)
 
 
 def run(
@@ -166,13 +195,18 @@ def run(
         return EXIT_CONFIG
     kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
     if engine is None:
-        engine = pulumi_engine(
+        core = pulumi_engine(
             config=config,
             cluster_name=options.cluster_name,
             state_dir=options.state_dir,
             backend_url=options.backend_url,
             cluster_id=cluster_identity(kube),
         )
+        failed = cloud_login(core)
+        if failed is not None:
+            kube.close()
+            return failed
+        engine = PulumiEngine(engine=core)
     done = stop or threading.Event()
     if stop is None and threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -31,7 +31,10 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed
   run's output says (the cloud's answers, the error lines, the message a user reads; pure);
   :mod:`.redact`: credentials out of every message;
-* :mod:`.openstack`: the small OpenStack client for what no stack state records.
+* :mod:`.openstack`: the OpenStack client for what no stack state records, on
+  :mod:`.openstack_session` (keystoneauth1: login, catalog, TLS, retries, pages, errors with
+  the cloud's status and message) and :mod:`.openstack_auth` (cloud.conf ``[Global]`` read for
+  it, and what a failed login tells the operator; pure).
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks` (the names the
 program declares are :mod:`stacks.vocabulary`'s), :mod:`reconciler.local.toolchain` (to find

@@ -105,7 +105,9 @@ def cascade_delete(
                 rest.delete_load_balancer(lb_id)
                 asked = True
             except OpenStackRestError as exc:
-                if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile
+                if exc.not_found:  # gone meanwhile (or an earlier answer was lost)
+                    return
+                if not exc.conflict:  # 409: it went PENDING_* meanwhile
                     raise
 
 
@@ -141,12 +143,11 @@ def delete_unused(
         try:
             rest.delete_load_balancer(lb_id, cascade=False)
         except OpenStackRestError as exc:
-            answer = str(exc)
-            if "HTTP 404" in answer:  # another Service that left deleted it
+            if exc.not_found:  # another Service that left deleted it
                 return False
-            if "HTTP 409" in answer:  # PENDING_*: ask again
+            if exc.conflict:  # PENDING_*: ask again
                 continue
-            if "HTTP 400" not in answer:
+            if exc.status != 400:
                 raise
             # it has children: a listener is a Service's that joined meanwhile, it stays theirs
             if rest.listener_tags(lb_id):
@@ -239,5 +240,5 @@ def _delete_child(
             rest.delete(kind, ident, missing_ok=True)
             return
         except OpenStackRestError as exc:
-            if "HTTP 409" not in str(exc):  # 409: its load balancer is PENDING_*
+            if not exc.conflict:  # 409: its load balancer is PENDING_*
                 raise

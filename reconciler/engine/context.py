@@ -67,6 +67,8 @@ class EngineContext:
         self.secrets_written: dict[tuple[str, str], str] = {}
         # one Service at a time changes a load balancer's tags (lb_tags)
         self.lb_locks = LoadBalancerLocks()
+        self._rest: OpenStackRest | None = None
+        self._rest_lock = threading.Lock()
 
     def cancel(self) -> None:
         """Interrupt the running stack operations and refuse new ones (the process stops):
@@ -92,4 +94,9 @@ class EngineContext:
         return type(error)(redact(str(error), self._secrets, keep=keep), stack=stack)
 
     def rest(self) -> OpenStackRest:
-        return OpenStackRest(auth=self.settings.auth)
+        """The engine's OpenStack client: one for every stack and thread, so one login (its
+        token renewed when due) serves them all."""
+        with self._rest_lock:
+            if self._rest is None:
+                self._rest = OpenStackRest(auth=self.settings.auth)
+            return self._rest

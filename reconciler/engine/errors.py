@@ -27,7 +27,9 @@ controller), so that mapping is here, once, beside the class it is about:
 the tools said went wrong (:mod:`.failure_text` reads that; when the cloud answered more than once,
 the most severe answer wins). :func:`engine_error` builds the error, its message from
 :func:`~reconciler.engine.failure_text.describe`. Messages are redacted
-(:mod:`.redact`) before they are stored in an exception.
+(:mod:`.redact`) before they are stored in an exception. :func:`fault_class` (one answer of
+the cloud) is also how the engine's own OpenStack client says how its errors are retried
+(:class:`~reconciler.engine.openstack_session.OpenStackRestError` ``failure_kind``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ __all__ = [
     "UpTimeoutError",
     "engine_error",
     "error_class",
+    "fault_class",
 ]
 
 # how the controller retries a failure (reconciler.controller.backend.Failure's values)
@@ -113,7 +116,7 @@ class InternalError(EngineError):
 # -- which class ------------------------------------------------------------------------------
 
 
-def _fault_class(fault: CloudFault) -> type[EngineError]:
+def fault_class(fault: CloudFault) -> type[EngineError]:
     """The class of one answer of the cloud, by its status (and quota words in its body)."""
     quota = fault.kind == "OverQuota" or re.search(r"quota", fault.message, re.IGNORECASE)
     if quota and fault.status in (403, 409, 413):
@@ -162,7 +165,7 @@ def error_class(text: str) -> type[EngineError]:
         return InvalidConfigError
     faults = cloud_faults(text)
     if faults:
-        classes = {_fault_class(f) for f in faults}
+        classes = {fault_class(f) for f in faults}
         return next(cls for cls in _SEVERITY if cls in classes)
     said = "\n".join(error_text(line) for line in lines)  # not the resource and stack names
     for pattern, cls in (

@@ -29,6 +29,7 @@ from stacks.vocabulary import FIP, INVALID_SPEC_MARKER, LB, logical_name
 
 __all__ = [
     "CloudFault",
+    "body_message",
     "cloud_faults",
     "describe",
     "error_lines",
@@ -96,7 +97,9 @@ def _message_of(value: object) -> tuple[str, str]:
     return "", ""
 
 
-def _body_message(body: str) -> tuple[str, str]:
+def body_message(body: str) -> tuple[str, str]:
+    """(message, kind) of an error answer's body as the cloud wrote it (JSON of any service,
+    else the text, cut short); the engine's OpenStack client reads its answers with it too."""
     body = _PROVIDER_SUFFIX.sub("", body).strip()
     if body.startswith("{"):
         try:
@@ -117,7 +120,7 @@ def cloud_faults(text: str) -> list[CloudFault]:
             for m in pattern.finditer(line):
                 groups = m.groupdict()
                 status = fixed if fixed is not None else int(groups["status"])
-                message, kind = _body_message(groups.get("body") or "")
+                message, kind = body_message(groups.get("body") or "")
                 url = groups.get("url") or ""
                 path = urlsplit(url).path if url else ""
                 fault = CloudFault(status, groups.get("method") or "", path, message, kind)

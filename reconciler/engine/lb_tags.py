@@ -133,7 +133,7 @@ def _change(
         try:
             rest.set_load_balancer_tags(lb_id, changed)
         except OpenStackRestError as exc:
-            if "HTTP 409" not in str(exc):  # 409: it went PENDING_* meanwhile; read again
+            if not exc.conflict:  # 409: it went PENDING_* meanwhile; read again
                 raise
             continue
         wrote = True

@@ -1,4 +1,4 @@
-"""A very small OpenStack REST client for what the engine must do outside a Pulumi program.
+"""The engine's OpenStack client, for what the engine must do outside a Pulumi program.
 
 A few jobs, all about objects that no stack state records:
 
@@ -10,22 +10,22 @@ A few jobs, all about objects that no stack state records:
 * ``lb-reconciler adopt``: reading an OCCM load balancer and its children, its floating IP and
   security group (GETs only), so that they can be imported into the Service's stack.
 
-Keystone v3 password or application-credential authentication from cloud.conf ``[Global]``, the
-catalog's public endpoints in the configured region; JSON over ``urllib`` (no extra dependency).
-The token and credentials are never logged or put into exception messages.
+Every call goes through one :class:`~.openstack_session.CloudSession`: keystoneauth1, logged in
+with the cloud.conf ``[Global]`` settings the provider gets (:mod:`.openstack_auth`), the
+catalog's endpoints of ``os-endpoint-type`` in ``region``, TLS as configured, retries of 409 and
+5xx answers, every page of a list. A failure is an :class:`OpenStackRestError` with the cloud's
+status (``status``, ``not_found``, ``conflict``) and its own message; a failed login a
+:class:`LoginError` naming the settings to check. The token and credentials are never logged
+or put into exception messages.
 """
 
 from __future__ import annotations
 
-import json
-import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
-from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from reconciler.config import AuthConfig
+from reconciler.engine.openstack_session import CloudSession, LoginError, OpenStackRestError
 from reconciler.model.naming import floating_ip_to_delete
 from stacks.vocabulary import (
     FIP_TYPE,
@@ -42,9 +42,7 @@ from stacks.vocabulary import (
     SECURITY_GROUPS,
 )
 
-__all__ = ["OpenStackRest", "OpenStackRestError"]
-
-TIMEOUT = 30.0
+__all__ = ["LoginError", "OpenStackRest", "OpenStackRestError"]
 
 # collection (stacks.vocabulary.object_kind) -> (service type, path, JSON key of one object); the
 # JSON key of a list is the collection's name with "_" for "-"
@@ -56,6 +54,8 @@ _PATHS = {
     FLOATINGIPS: ("network", "v2.0/floatingips", "floatingip"),
     SECURITY_GROUPS: ("network", "v2.0/security-groups", "security_group"),
 }
+_LB_PATH = _PATHS[LOADBALANCERS][1]
+_FIP_PATH = _PATHS[FLOATINGIPS][1]
 
 # Pulumi type token -> (collection, filters to send: (key of find_by, the API's query parameter))
 _COLLECTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
@@ -84,101 +84,33 @@ _LINKS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-class OpenStackRestError(Exception):
-    """A request failed; the message has the method, path and status, never the token."""
-
-
-@dataclass
 class OpenStackRest:
-    auth: AuthConfig
-    _token: str = field(default="", repr=False)
-    _endpoints: dict[str, str] = field(default_factory=dict, repr=False)
+    """The engine's OpenStack client: one :class:`~.openstack_session.CloudSession` (one login,
+    its token renewed when due) for all its calls, from any thread."""
 
-    def _context(self) -> ssl.SSLContext | None:
-        if self.auth.tls_insecure:
-            return ssl._create_unverified_context()  # noqa: S323 - the operator asked for it
-        if self.auth.ca_file:
-            return ssl.create_default_context(cafile=self.auth.ca_file)
-        return None
+    def __init__(self, *, auth: AuthConfig) -> None:
+        self.auth = auth
+        self.cloud = CloudSession(auth)
 
-    def _send(
-        self, method: str, url: str, body: Any = None, token: bool = True
-    ) -> tuple[int, dict[str, str], Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if token:
-            request.add_header("X-Auth-Token", self._login())
-        try:
-            with urllib.request.urlopen(  # noqa: S310
-                request, timeout=TIMEOUT, context=self._context()
-            ) as response:
-                raw = response.read()
-                headers = dict(response.headers.items())
-                return response.status, headers, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            path = urllib.parse.urlsplit(url).path
-            raise OpenStackRestError(f"{method} {path}: HTTP {exc.code}") from None
-        except OSError as exc:
-            path = urllib.parse.urlsplit(url).path
-            raise OpenStackRestError(f"{method} {path}: {type(exc).__name__}") from None
+    def __repr__(self) -> str:
+        return f"OpenStackRest(auth_url={self.auth.auth_url!r})"
 
-    def _login(self) -> str:
-        if self._token:
-            return self._token
-        a = self.auth
-        if a.application_credential_id or a.application_credential_name:
-            cred: dict[str, Any] = {"secret": a.application_credential_secret.reveal()}
-            if a.application_credential_id:
-                cred["id"] = a.application_credential_id
-            else:
-                cred["name"] = a.application_credential_name
-                cred["user"] = self._user()
-            identity: dict[str, Any] = {
-                "methods": ["application_credential"],
-                "application_credential": cred,
-            }
-            body: dict[str, Any] = {"auth": {"identity": identity}}
-        else:
-            user = self._user()
-            user["password"] = a.password.reveal()
-            identity = {"methods": ["password"], "password": {"user": user}}
-            project: dict[str, Any] = (
-                {"id": a.tenant_id}
-                if a.tenant_id
-                else {"name": a.tenant_name, "domain": self._domain(project=True)}
-            )
-            body = {"auth": {"identity": identity, "scope": {"project": project}}}
-        url = a.auth_url.rstrip("/") + "/auth/tokens"
-        _status, headers, payload = self._send("POST", url, body, token=False)
-        self._token = headers.get("X-Subject-Token", "")
-        for service in payload["token"].get("catalog", []):
-            for ep in service.get("endpoints", []):
-                region_ok = not a.region or a.region in (ep.get("region"), ep.get("region_id"))
-                if ep.get("interface") == "public" and region_ok:
-                    self._endpoints[service["type"]] = ep["url"].rstrip("/")
-        return self._token
+    def login(self) -> None:
+        """Log in now (and find the endpoints) instead of at the first call: raises
+        :class:`LoginError` naming the settings to check."""
+        self.cloud.login()
 
-    def _user(self) -> dict[str, Any]:
-        a = self.auth
-        if a.user_id:
-            return {"id": a.user_id}
-        return {"name": a.username, "domain": self._domain(project=False)}
+    def _get(self, kind: str, ident: str) -> dict[str, Any]:
+        service, path, key = _PATHS[kind]
+        payload = self.cloud.request(service, "GET", f"{path}/{ident}") or {}
+        found: dict[str, Any] = payload[key]
+        return found
 
-    def _domain(self, *, project: bool) -> dict[str, str]:
-        a = self.auth
-        did = (a.tenant_domain_id if project else a.user_domain_id) or a.domain_id
-        dname = (a.tenant_domain_name if project else a.user_domain_name) or a.domain_name
-        return {"id": did} if did else {"name": dname or "Default"}
-
-    def _url(self, service: str, path: str, query: dict[str, str] | None = None) -> str:
-        self._login()
-        base = self._endpoints.get(service)
-        if base is None:
-            raise OpenStackRestError(f"no public {service} endpoint in the catalog")
-        return f"{base}/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    def _list(self, kind: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Every object of collection ``kind`` matching ``params`` (every page); the JSON key
+        of a list is the collection's name with "_" for "-"."""
+        service, path, _one = _PATHS[kind]
+        return list(self.cloud.pages(service, path, kind.replace("-", "_"), params=params))
 
     def find_ids(self, *, type_token: str, find_by: dict[str, str]) -> list[str] | None:
         """IDs of the objects of this type matching ``find_by``; None if the type is unknown.
@@ -190,15 +122,13 @@ class OpenStackRest:
         if entry is None:
             return None
         kind, filters = entry
-        service, path, _one = _PATHS[kind]
         query = {api: find_by[ours] for ours, api in filters if ours in find_by}
         if not query:
             return []
         links = [(field, find_by[ours]) for ours, field in _LINKS.get(kind, ()) if ours in find_by]
-        _status, _headers, payload = self._send("GET", self._url(service, path, query))
         return [
             str(item["id"])
-            for item in payload.get(kind.replace("-", "_"), [])
+            for item in self._list(kind, query)
             if all(_matches(item, api, value) for api, value in query.items())
             and all(any(x.get("id") == v for x in item.get(f) or ()) for f, v in links)
             and not (kind == FLOATINGIPS and item.get("port_id"))
@@ -207,38 +137,33 @@ class OpenStackRest:
     def show(self, kind: str, ident: str) -> dict[str, Any] | None:
         """The object ``ident`` of collection ``kind`` (``_PATHS``); None when the cloud
         answers 404."""
-        service, path, key = _PATHS[kind]
         try:
-            _status, _headers, payload = self._send("GET", self._url(service, f"{path}/{ident}"))
+            return self._get(kind, ident)
         except OpenStackRestError as exc:
-            if "HTTP 404" in str(exc):
+            if exc.not_found:
                 return None
             raise
-        found: dict[str, Any] = payload[key]
-        return found
 
     def delete(self, kind: str, ident: str, *, missing_ok: bool = False) -> None:
-        """Delete the object ``ident`` of collection ``kind`` (``_PATHS``; a load balancer
-        with cascade: :meth:`delete_load_balancer`). Octavia answers 409 for a child while its
-        load balancer is ``PENDING_*``."""
+        """Delete the object ``ident`` of collection ``kind`` (``_PATHS``; a load balancer:
+        :meth:`delete_load_balancer`). Octavia answers 409 for a child while its load balancer
+        is ``PENDING_*`` (retried a few times by the session before it is raised)."""
         if kind == LOADBALANCERS:
-            raise ValueError("a load balancer is deleted with delete_load_balancer (cascade)")
+            raise ValueError("a load balancer is deleted with delete_load_balancer")
         service, path, _one = _PATHS[kind]
         try:
-            self._send("DELETE", self._url(service, f"{path}/{ident}"))
+            self.cloud.request(service, "DELETE", f"{path}/{ident}")
         except OpenStackRestError as exc:
-            if not (missing_ok and "HTTP 404" in str(exc)):
+            if not (missing_ok and exc.not_found):
                 raise
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""
-        url = self._url("load-balancer", "v2/lbaas/listeners", {"loadbalancer_id": lb_id})
-        _status, _headers, payload = self._send("GET", url)
         # filtered again here: a cloud that ignored the filter would make every listener of
         # the project look like a tenant of this load balancer (and keep it, leaked)
         return [
             tuple(item.get("tags") or ())
-            for item in payload.get("listeners", [])
+            for item in self._list(LISTENERS, {"loadbalancer_id": lb_id})
             if any(lb.get("id") == lb_id for lb in item.get("loadbalancers") or ())
         ]
 
@@ -246,15 +171,8 @@ class OpenStackRest:
         return self.show(LOADBALANCERS, lb_id)
 
     def load_balancers(self) -> list[dict[str, Any]]:
-        """Every load balancer of the project (following Octavia's pagination links)."""
-        url: str | None = self._url("load-balancer", "v2/lbaas/loadbalancers")
-        found: list[dict[str, Any]] = []
-        while url:
-            _status, _headers, payload = self._send("GET", url)
-            found.extend(payload.get("loadbalancers", []))
-            links = payload.get("loadbalancers_links") or []
-            url = next((str(li["href"]) for li in links if li.get("rel") == "next"), None)
-        return found
+        """Every load balancer of the project (every page)."""
+        return self._list(LOADBALANCERS)
 
     def delete_with_floating_ips(self, lb: dict[str, Any], *, cluster_name: str) -> list[str]:
         """Delete a load balancer (cascade: its listeners, pools, members, monitors) and the
@@ -264,40 +182,41 @@ class OpenStackRest:
         deleted = []
         for fip in self.floating_ips_on_port(str(lb.get("vip_port_id"))):
             if floating_ip_to_delete(fip, cluster_name=cluster_name):
-                self.delete(FLOATINGIPS, str(fip["id"]))
+                self.delete(FLOATINGIPS, str(fip["id"]), missing_ok=True)
                 deleted.append(str(fip.get("floating_ip_address")))
         self.delete_load_balancer(str(lb["id"]))
         return deleted
 
     def delete_load_balancer(self, lb_id: str, *, cascade: bool = True) -> None:
-        """Delete a load balancer; without ``cascade`` Octavia answers 400 while it has
-        children (a listener, a pool), and 409 while it is ``PENDING_*``."""
-        query = {"cascade": "true"} if cascade else None
-        self._send("DELETE", self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}", query))
+        """Delete a load balancer; with ``cascade``, its listeners, pools, members and
+        monitors too. Without, Octavia answers 400 while it has children; either way 409 while
+        it is ``PENDING_*`` (retried a few times by the session before it is raised)."""
+        params = {"cascade": "true"} if cascade else None
+        self.cloud.request("load-balancer", "DELETE", f"{_LB_PATH}/{lb_id}", params=params)
 
     def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None:
         """Replace a load balancer's tags (it goes ``PENDING_UPDATE``; 409 while it is
         ``PENDING_*`` already)."""
-        url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}")
-        self._send("PUT", url, {"loadbalancer": {"tags": tags}})
+        body = {"loadbalancer": {"tags": tags}}
+        self.cloud.request("load-balancer", "PUT", f"{_LB_PATH}/{lb_id}", body=body)
 
     def tag_floating_ip(self, fip_id: str, tag: str) -> None:
         """Add ``tag`` to a floating IP (Neutron's tag extension)."""
-        self._send("PUT", self._url("network", f"v2.0/floatingips/{fip_id}/tags/{tag}"))
+        path = f"{_FIP_PATH}/{fip_id}/tags/{quote(tag, safe='')}"
+        self.cloud.request("network", "PUT", path)
 
     def floating_ips_on_port(self, port_id: str) -> list[dict[str, Any]]:
-        url = self._url("network", "v2.0/floatingips", {"port_id": port_id})
-        _status, _headers, payload = self._send("GET", url)
-        found: list[dict[str, Any]] = payload.get("floatingips", [])
-        return found
+        return [
+            fip
+            for fip in self._list(FLOATINGIPS, {"port_id": port_id})
+            if fip.get("port_id") == port_id
+        ]
 
     # --- read-only lookups of an OCCM load balancer, for `lb-reconciler adopt` ---------------
 
     def load_balancers_named(self, name: str) -> list[dict[str, Any]]:
         """The load balancers with exactly this name (Octavia does not make names unique)."""
-        url = self._url("load-balancer", "v2/lbaas/loadbalancers", {"name": name})
-        _status, _headers, payload = self._send("GET", url)
-        return [lb for lb in payload.get("loadbalancers", []) if lb.get("name") == name]
+        return [lb for lb in self._list(LOADBALANCERS, {"name": name}) if lb.get("name") == name]
 
     def listener(self, listener_id: str) -> dict[str, Any] | None:
         return self.show(LISTENERS, listener_id)
@@ -306,18 +225,15 @@ class OpenStackRest:
         return self.show(POOLS, pool_id)
 
     def pool_members(self, pool_id: str) -> list[dict[str, Any]]:
-        url = self._url("load-balancer", f"v2/lbaas/pools/{pool_id}/members")
-        _status, _headers, payload = self._send("GET", url)
-        found: list[dict[str, Any]] = payload.get("members", [])
-        return found
+        service, path, _one = _PATHS[POOLS]
+        return list(self.cloud.pages(service, f"{path}/{pool_id}/members", "members"))
 
     def health_monitor(self, monitor_id: str) -> dict[str, Any] | None:
         return self.show(HEALTHMONITORS, monitor_id)
 
     def security_groups_named(self, name: str) -> list[dict[str, Any]]:
-        url = self._url("network", "v2.0/security-groups", {"name": name})
-        _status, _headers, payload = self._send("GET", url)
-        return [g for g in payload.get("security_groups", []) if g.get("name") == name]
+        groups = self._list(SECURITY_GROUPS, {"name": name})
+        return [g for g in groups if g.get("name") == name]
 
 
 def _matches(item: dict[str, Any], field: str, value: str) -> bool:

@@ -15,6 +15,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -444,6 +445,49 @@ def test_two_replicas_only_the_leader_acts_and_a_killed_leader_hands_over(
     for name in ("ha-one", "ha-two"):
         eventually(lambda n=name: c.gone(n), what=f"{name} deleted")  # type: ignore[misc]
     assert c.cloud.created() == {}
+
+
+def test_a_replica_that_cannot_log_in_says_so_and_never_takes_the_lease(
+    cluster: Cluster, emu: EmulatorHandle, tmp_path: Path
+) -> None:
+    c = cluster
+    topo = emu.topology()
+    wrong = "not-the-demo-password-42"
+    good_text = c.setup.cloud_conf.read_text()
+    bad = tmp_path / "bad-cloud.conf"
+    bad.write_text(good_text.replace(f"password = {topo['password']}", f"password = {wrong}"))
+    assert bad.read_text() != good_text
+    # the Lease of deploy/rbac.yaml (the only one the ServiceAccount may touch), held by no
+    # replica now: this test's are the only ones running
+    path = "/apis/coordination.k8s.io/v1/namespaces/lb-reconciler/leases/lb-reconciler"
+    with contextlib.suppress(KubeError):
+        c.kube.request(method="DELETE", path=path)
+    args = FAST_LEASE
+    refused = ControllerProcess(replace(c.setup, cloud_conf=bad), identity="no-login", args=args)
+    c.replicas.append(refused.start())
+    assert refused.proc is not None
+    assert refused.proc.wait(timeout=120) == 2
+    said = [r for r in refused.log_records() if r.get("level") == "error"]
+    assert [r["msg"] for r in said] == [
+        "cannot use the OpenStack cloud; not leading, exiting (the Deployment restarts the "
+        "process, which tries again)"
+    ]
+    error = said[0]["error"]
+    assert f"cannot log in to Keystone at {topo['auth_url']} (auth-url)" in error
+    assert "the cloud answered 401: The request you have made requires authentication." in error
+    assert "check username, password" in error
+    assert wrong not in refused.log_path.read_text()
+    with pytest.raises(KubeError) as missing:
+        c.kube.get(path)
+    assert missing.value.not_found  # never asked for, so never held
+    # the same Lease with the right password: taken (so the check above can fail)
+    good = c.controller("logged-in", args=args)
+    eventually(
+        lambda: c.kube.get(path).get("spec", {}).get("holderIdentity") == good.identity,
+        what="the Lease held by the replica that logged in",
+        timeout=60,
+    )
+    assert any(r.get("msg") == "logged in to OpenStack" for r in good.log_records())
 
 
 # -- bad input next to good ---------------------------------------------------------------------

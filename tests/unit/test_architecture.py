@@ -213,6 +213,7 @@ PURE = [
     "reconciler.engine.plan",
     "reconciler.engine.stack_spec",
     "reconciler.engine.provider_config",
+    "reconciler.engine.openstack_auth",
     "reconciler.engine.lost",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",

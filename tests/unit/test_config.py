@@ -215,6 +215,7 @@ def test_other_occm_sections_are_accepted_silently() -> None:
         ("[LoadBalancer]\nlb-provider=acme\n", "LoadBalancer", "lb-provider"),
         ("[LoadBalancer]\ncontainer-store=vault\n", "LoadBalancer", "container-store"),
         ("[LoadBalancer]\nmax-shared-lb=0\n", "LoadBalancer", "max-shared-lb"),
+        ("[Global]\nos-endpoint-type=private\n", "Global", "os-endpoint-type"),
     ],
 )
 def test_warnings(text: str, section: str, key: str) -> None:

@@ -40,7 +40,7 @@ class FakeRest:
         self.calls.append((kind, ident))
         if self.conflicts and kind in ("healthmonitors", "pools", "listeners"):
             self.conflicts -= 1
-            raise OpenStackRestError("DELETE ...: HTTP 409 Invalid state PENDING_UPDATE")
+            raise OpenStackRestError("the cloud answered 409 ...", status=409)
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +53,31 @@ def test_cascade_waits_out_pending_then_asks_once_and_waits_until_gone() -> None
     rest = FakeRest(["PENDING_UPDATE", "ACTIVE", "PENDING_DELETE", None])
     cascade_delete(rest, "lb-1", stack_name="s", timeout=10, cancelled=threading.Event())  # type: ignore[arg-type]
     assert rest.calls == [("cascade", "lb-1")]
+
+
+class GoneMeanwhile(FakeRest):
+    """The cloud answers 404 to the delete (it went between the read and the delete)."""
+
+    def delete_load_balancer(self, lb_id: str) -> None:
+        self.calls.append(("cascade", lb_id))
+        raise OpenStackRestError("the cloud answered 404 ...", status=404)
+
+
+def test_cascade_of_a_load_balancer_gone_meanwhile_is_done() -> None:
+    rest = GoneMeanwhile(["ACTIVE"])  # still listed when read: only the 404 says it is gone
+    cascade_delete(rest, "lb-1", stack_name="s", timeout=10, cancelled=threading.Event())  # type: ignore[arg-type]
+    assert rest.calls == [("cascade", "lb-1")]
+
+
+def test_a_refused_cascade_is_raised_with_the_clouds_answer() -> None:
+    class Refused(FakeRest):
+        def delete_load_balancer(self, lb_id: str) -> None:
+            raise OpenStackRestError("the cloud answered 403 ...: Policy forbids", status=403)
+
+    with pytest.raises(OpenStackRestError, match="Policy forbids"):
+        cascade_delete(
+            Refused(["ACTIVE"]), "lb-1", stack_name="s", timeout=10, cancelled=threading.Event()
+        )  # type: ignore[arg-type]
 
 
 def test_cascade_of_a_load_balancer_that_never_goes_is_retryable_after_the_timeout() -> None:
@@ -171,7 +196,7 @@ class ReleasedRest:
         self.calls.append(("cascade" if cascade else "delete", lb_id))
         answer = self.answers.pop(0) if cascade is False else None
         if answer is not None:
-            raise OpenStackRestError(f"DELETE /v2/lbaas/loadbalancers/{lb_id}: HTTP {answer}")
+            raise OpenStackRestError(f"the cloud answered {answer} ...", status=answer)
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         return self.listeners
@@ -222,5 +247,5 @@ def test_a_load_balancer_another_leaver_deleted_is_left_to_it() -> None:
 
 
 def test_other_refusals_are_raised() -> None:
-    with pytest.raises(OpenStackRestError, match="HTTP 403"):
+    with pytest.raises(OpenStackRestError, match="answered 403"):
         _unused(ReleasedRest([403]))

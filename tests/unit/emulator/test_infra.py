@@ -60,6 +60,28 @@ def test_pagination_links_and_fields() -> None:
     assert select_fields(records[0], {"fields": ["name"]}) == {"name": "n0"}
 
 
+def test_pagination_max_limit_caps_pages_and_pages_a_list_asked_without_limit() -> None:
+    records = [{"id": str(i)} for i in range(5)]
+    page, links = paginate(records, {}, collection="x", url="u", max_limit=2)
+    assert [r["id"] for r in page] == ["0", "1"]
+    assert [link["rel"] for link in links] == ["next"]
+    page, _links = paginate(records, {"limit": ["4"]}, collection="x", url="u", max_limit=2)
+    assert len(page) == 2
+    page, links = paginate(records, {"marker": ["3"]}, collection="x", url="u", max_limit=2)
+    assert ([r["id"] for r in page], [link["rel"] for link in links]) == (["4"], ["previous"])
+    assert paginate(records, {}, collection="x", url="u") == (records, [])
+    with pytest.raises(ValueError, match="pagination_max_limit"):
+        EmulatorConfig(pagination_max_limit=0)
+
+
+def test_a_fault_rule_can_hold_for_one_catalog_interface_only() -> None:
+    injector = FaultInjector(
+        FaultConfig(rules=(FaultRule(operation="octavia.*", interface="public", status=403),))
+    )
+    assert injector.decide("octavia.loadbalancer.list").rule is not None
+    assert injector.decide("octavia.loadbalancer.list", interface="internal").rule is None
+
+
 def test_state_file_survives_restart(tmp_path: Path) -> None:
     config = EmulatorConfig(state_file=tmp_path / "state.db")
     first = Cloud(config=config)
