@@ -188,6 +188,16 @@ def login_failure(
                 "skips the check, not for production) and cert-file/key-file when the cloud "
                 "asks for a client certificate"
             )
+        elif identity_url(auth.auth_url).startswith("https:") and any(
+            w in reason for w in ("RemoteDisconnected", "Connection aborted", "reset by peer")
+        ):
+            # TLS 1.3: a server that wants a client certificate checks it after the handshake
+            # and may just close the connection, so the client sees no TLS error at all
+            fix = (
+                "check auth-url, that Keystone can be reached from here, and cert-file/key-file "
+                "when the cloud asks for a client certificate (a TLS 1.3 server that gets none "
+                "may close the connection without an answer)"
+            )
         else:
             fix = "check auth-url, and that Keystone can be reached from here"
     else:

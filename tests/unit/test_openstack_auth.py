@@ -183,6 +183,16 @@ def test_each_failed_login_says_what_to_check(status: int | None, reason: str, f
     assert fix in login_failure(PASSWORD, status=status, reason=reason)
 
 
+def test_a_closed_connection_over_https_names_the_client_certificate() -> None:
+    """A TLS 1.3 server that wants a client certificate checks it after the handshake and may
+    close the connection before the client reads its alert: no TLS error reaches the client
+    (tests/integration/engine/test_openstack_client.py saw both answers)."""
+    closed = "('Connection aborted.', RemoteDisconnected('Remote end closed connection'))"
+    plain = AuthConfig(auth_url="http://keystone.example.com:5000/v3", username="u")
+    assert "cert-file/key-file" in login_failure(PASSWORD, status=None, reason=closed)
+    assert "cert-file/key-file" not in login_failure(plain, status=None, reason=closed)
+
+
 def test_a_missing_endpoint_names_interface_and_region() -> None:
     auth = AuthConfig(auth_url=URL, endpoint_type="internalURL", region="RegionTwo")
     assert missing_endpoint(auth, "load-balancer") == (
