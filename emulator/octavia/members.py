@@ -217,6 +217,8 @@ class Members(Listeners):
                     member["provisioning_status"] = "PENDING_DELETE"
                     self.store.put("member", member)
                     children.append(("member", member["id"], "DELETED"))
+        if not children:  # Octavia's MembersController.put: a no-op batch changes no status
+            return
         children.extend(self._pool_parents(pool))
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
 

@@ -238,3 +238,24 @@ def test_lb_level_failures_still_leave_the_lb_in_error(
     cloud.octavia.failover_loadbalancer(ctx, lb["id"])
     settle(cloud, clock)
     assert get(cloud, ctx, "loadbalancer", lb["id"])["provisioning_status"] == "ERROR"
+
+
+def test_a_batch_that_changes_nothing_leaves_every_status_alone(
+    cloud: Cloud, clock: ManualClock, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    """Octavia's member.py MembersController.put: "Member batch update is a noop", no flow."""
+    lb = active_lb(cloud, clock, ctx, topo)
+    listener = cloud.octavia.create_listener(
+        ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
+    )
+    settle(cloud, clock)
+    pool = cloud.octavia.create_pool(
+        ctx, {"listener_id": listener["id"], "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}
+    )
+    settle(cloud, clock)
+    fail_next(cloud, "update")
+    cloud.octavia.batch_update_members(ctx, pool["id"], [], additive_only=False)
+    assert get(cloud, ctx, "loadbalancer", lb["id"])["provisioning_status"] == "ACTIVE"
+    settle(cloud, clock)
+    assert get(cloud, ctx, "pool", pool["id"])["provisioning_status"] == "ACTIVE"
+    assert cloud.faults.fired() == {}
