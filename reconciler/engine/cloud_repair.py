@@ -105,7 +105,7 @@ def repair_errored_children(
                     rest.touch(kind, ident, pool_id=pool_id)
                     sent = True
                 except OpenStackRestError as exc:
-                    if "HTTP 409" not in str(exc):  # 409: the load balancer is PENDING_*
+                    if not exc.conflict:  # 409: the load balancer is PENDING_*
                         raise
                     continue
             lb = rest.load_balancer(lb_id)

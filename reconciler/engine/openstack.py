@@ -161,11 +161,10 @@ class OpenStackRest:
         """Octavia's status tree of a load balancer (``GET .../loadbalancers/{id}/status``):
         the provisioning status of it and of every listener, pool, member and monitor under
         its listeners. None when the load balancer is gone."""
-        url = self._url("load-balancer", f"v2/lbaas/loadbalancers/{lb_id}/status")
         try:
-            _status, _headers, payload = self._send("GET", url)
+            payload = self.cloud.request("load-balancer", "GET", f"{_LB_PATH}/{lb_id}/status")
         except OpenStackRestError as exc:
-            if "HTTP 404" in str(exc):
+            if exc.not_found:
                 return None
             raise
         tree: dict[str, Any] = (payload or {}).get("statuses", {}).get("loadbalancer") or {}
@@ -181,7 +180,7 @@ class OpenStackRest:
         else:
             _service, base, one = _PATHS[kind]
             path = f"{base}/{ident}"
-        self._send("PUT", self._url("load-balancer", path), {one: {}})
+        self.cloud.request("load-balancer", "PUT", path, body={one: {}})
 
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""
