@@ -4,8 +4,19 @@ Status machine (as in Octavia's API layer): a create, update or delete of a load
 of its children marks the LB ``PENDING_CREATE``/``PENDING_UPDATE``/``PENDING_DELETE`` (and the
 touched children, and their parents, ``PENDING_*``) and records one pending operation on the LB:
 when it is due, what the LB becomes (``ACTIVE``, ``DELETED`` or ``ERROR``) and what each touched
-child becomes. While an LB has a pending operation, every mutation of it or its children answers
-409 ``Invalid state PENDING_UPDATE of loadbalancer resource <id>``.
+child becomes.
+
+Which changes are accepted (Octavia's ``constants.py`` ``MUTABLE_STATUSES``/``DELETABLE_STATUSES``/
+``FAILOVERABLE_STATUSES``, ``repositories.py`` ``test_and_set_provisioning_status``): a child
+create/update/delete needs the LB ``ACTIVE`` (409 ``Load Balancer <id> is immutable and cannot be
+updated.``), and a member or health monitor change also its pool ``ACTIVE`` (409 ``Pool <id> is
+immutable ...``); an LB update needs ``ACTIVE``, an LB delete or failover ``ACTIVE`` or ``ERROR``
+(409 ``Invalid state <status> of loadbalancer resource <id>``).
+
+A failed operation (fault outcome ``error``) ends as Octavia's flows end: an LB create, update or
+failover leaves the LB (and what it touched) ``ERROR``; a child operation's revert
+(``lifecycle_tasks.py`` ``*ToErrorOnRevertTask``) marks the child it acted on ``ERROR`` (kept,
+even when it was being deleted), its pool and listeners ``ACTIVE`` and the LB ``ACTIVE``.
 
 Nothing runs in the background: :meth:`OctaviaBase.advance` applies every due operation and is
 called before each request is served. Due times come from the :class:`TimingProfile`; the fault
@@ -104,9 +115,18 @@ class OctaviaBase:
         return lb
 
     @staticmethod
-    def ensure_mutable(lb: Record) -> None:
+    def ensure_mutable(lb: Record, *, pool: Record | None = None) -> None:
+        """A child create/update/delete: the LB (and a member's or monitor's pool) ``ACTIVE``."""
+        if pool is not None and pool["provisioning_status"] != "ACTIVE":
+            raise Conflict(f"Pool {pool['id']} is immutable and cannot be updated.")
+        if lb["provisioning_status"] != "ACTIVE":
+            raise Conflict(f"Load Balancer {lb['id']} is immutable and cannot be updated.")
+
+    @staticmethod
+    def ensure_lb_state(lb: Record, *, allowed: tuple[str, ...] = ("ACTIVE",)) -> None:
+        """An operation on the LB itself: update needs ``ACTIVE``, delete/failover ``ERROR`` too."""
         status = lb["provisioning_status"]
-        if status.startswith("PENDING_"):
+        if status not in allowed:
             raise Conflict(f"Invalid state {status} of loadbalancer resource {lb['id']}")
 
     def new_record(
@@ -165,13 +185,17 @@ class OctaviaBase:
         """Mark ``lb`` (and ``children``: kind, id, final status) pending until ``delay`` passes.
 
         ``phase`` is ``create``, ``update`` or ``delete`` for the LB itself; child changes pass
-        ``update`` (the LB goes ``PENDING_UPDATE`` and back to ``ACTIVE``).
+        ``update`` (the LB goes ``PENDING_UPDATE`` and back to ``ACTIVE``). For a child change,
+        ``children`` starts with the child(ren) acted on, then their parents (pool, listeners):
+        if the operation fails, only the former end ``ERROR``, as Octavia's revert tasks do.
         """
         outcome = self.faults.lb_outcome(name=lb["name"], phase=phase)
         lb_to = {"create": "ACTIVE", "update": "ACTIVE", "delete": "DELETED"}[phase]
-        if outcome == "error":
+        if outcome == "error" and children:  # a child flow: the child fails, the LB is freed
+            subject = children[0][0]
+            children = [(k, i, "ERROR" if k == subject else "ACTIVE") for k, i, _to in children]
+        elif outcome == "error":  # an LB flow (create, update, failover, delete)
             lb_to = "ERROR"
-            children = [(k, i, "ERROR") for k, i, _to in children]
         due = math.inf if outcome == "stuck" else self.clock.now() + delay
         lb["provisioning_status"] = f"PENDING_{phase.upper()}"
         lb["_op"] = {

@@ -144,19 +144,19 @@ class LoadBalancers(OctaviaBase):
         v.string(body, "name")
         v.boolean(body, "admin_state_up")
         v.tags(body)
-        self.ensure_mutable(lb)
+        self.ensure_lb_state(lb)
         lb.update(body)
         self.schedule(lb, phase="update", delay=self.timing.lb_update, children=[])
         return lb
 
     def failover_loadbalancer(self, ctx: AuthContext, rid: str) -> None:
         lb = self.get("loadbalancer", rid, ctx)
-        self.ensure_mutable(lb)
+        self.ensure_lb_state(lb, allowed=("ACTIVE", "ERROR"))
         self.schedule(lb, phase="update", delay=self.timing.lb_update, children=[])
 
     def delete_loadbalancer(self, ctx: AuthContext, rid: str, *, cascade: bool) -> None:
         lb = self.get("loadbalancer", rid, ctx)
-        self.ensure_mutable(lb)
+        self.ensure_lb_state(lb, allowed=("ACTIVE", "ERROR"))
         kids = [
             (kind, r)
             for kind in ("listener", "pool", "member", "healthmonitor")

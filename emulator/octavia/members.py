@@ -124,7 +124,7 @@ class Members(Listeners):
         self._validate_member(ctx, body, create=True)
         pool = self.get("pool", pool_id, ctx)
         lb = self.lb_for(pool)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         for other in self.store.all("member"):
             if other["_pool_id"] == pool_id and (other["address"], other["protocol_port"]) == (
                 body["address"],
@@ -154,7 +154,7 @@ class Members(Listeners):
         member = self.get_member(ctx, pool_id, rid)
         pool = self.get("pool", pool_id, ctx)
         lb = self.lb_for(pool)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         member.update(body)
         member["provisioning_status"] = "PENDING_UPDATE"
         self.touch(member)
@@ -167,7 +167,7 @@ class Members(Listeners):
         member = self.get_member(ctx, pool_id, rid)
         pool = self.get("pool", pool_id, ctx)
         lb = self.lb_for(pool)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         member["provisioning_status"] = "PENDING_DELETE"
         self.store.put("member", member)
         children = [("member", rid, "DELETED"), *self._pool_parents(pool)]
@@ -193,7 +193,7 @@ class Members(Listeners):
                     "listed more than once."
                 )
             seen.add(key)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         existing = {
             (m["address"], m["protocol_port"]): m
             for m in self.store.all("member")
@@ -217,6 +217,8 @@ class Members(Listeners):
                     member["provisioning_status"] = "PENDING_DELETE"
                     self.store.put("member", member)
                     children.append(("member", member["id"], "DELETED"))
+        if not children:  # Octavia's MembersController.put: a no-op batch changes no status
+            return
         children.extend(self._pool_parents(pool))
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
 
@@ -256,7 +258,7 @@ class Members(Listeners):
         pool = self.get("pool", str(body["pool_id"]), ctx)
         self._validate_monitor(body, str(body["type"]), pool)
         lb = self.lb_for(pool)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         if pool["healthmonitor_id"]:
             raise Conflict("This pool already has a health monitor")
         hm = self.new_record("healthmonitor", ctx, body, HM_FIELDS)
@@ -277,7 +279,7 @@ class Members(Listeners):
         pool = self.get("pool", hm["_pool_id"], ctx)
         self._validate_monitor(body, hm["type"], pool)
         lb = self.lb_for(hm)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=pool)
         hm.update(body)
         hm["provisioning_status"] = "PENDING_UPDATE"
         self.touch(hm)
@@ -289,7 +291,7 @@ class Members(Listeners):
     def delete_healthmonitor(self, ctx: AuthContext, rid: str) -> None:
         hm = self.get("healthmonitor", rid, ctx)
         lb = self.lb_for(hm)
-        self.ensure_mutable(lb)
+        self.ensure_mutable(lb, pool=self.store.get("pool", hm["_pool_id"]))
         hm["provisioning_status"] = "PENDING_DELETE"
         self.store.put("healthmonitor", hm)
         pool = self.get("pool", hm["_pool_id"], ctx)

@@ -20,7 +20,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
-  child by child when ``pulumi destroy`` cannot;
+  child by child when ``pulumi destroy`` cannot; :mod:`.cloud_repair`: its objects left in
+  ``ERROR`` updated back to ``ACTIVE`` before an ``up``;
 * :mod:`.adopt`, :mod:`.adopt_cloud`: taking OCCM's objects into stacks (``lb-reconciler
   adopt`` and the first sync's takeover), with the pure decisions :mod:`.ownership` (which load
   balancer, and whether this cluster made it), :mod:`.adopt_plan` (which object becomes which

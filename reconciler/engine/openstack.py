@@ -157,6 +157,31 @@ class OpenStackRest:
             if not (missing_ok and exc.not_found):
                 raise
 
+    def status_tree(self, lb_id: str) -> dict[str, Any] | None:
+        """Octavia's status tree of a load balancer (``GET .../loadbalancers/{id}/status``):
+        the provisioning status of it and of every listener, pool, member and monitor under
+        its listeners. None when the load balancer is gone."""
+        try:
+            payload = self.cloud.request("load-balancer", "GET", f"{_LB_PATH}/{lb_id}/status")
+        except OpenStackRestError as exc:
+            if exc.not_found:
+                return None
+            raise
+        tree: dict[str, Any] = (payload or {}).get("statuses", {}).get("loadbalancer") or {}
+        return tree
+
+    def touch(self, kind: str, ident: str, *, pool_id: str = "") -> None:
+        """An update that changes nothing (``PUT`` of an empty object) of a listener, pool,
+        health monitor or (with ``pool_id``) member: Octavia runs its update flow again, which
+        leaves an object in ``ERROR`` ``ACTIVE`` when it succeeds. 409 while its load balancer
+        is ``PENDING_*``."""
+        if kind == "members":
+            path, one = f"v2/lbaas/pools/{pool_id}/members/{ident}", "member"
+        else:
+            _service, base, one = _PATHS[kind]
+            path = f"{base}/{ident}"
+        self.cloud.request("load-balancer", "PUT", path, body={one: {}})
+
     def listener_tags(self, lb_id: str) -> list[tuple[str, ...]]:
         """The tags of each listener on a load balancer."""
         # filtered again here: a cloud that ignored the filter would make every listener of

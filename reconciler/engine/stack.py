@@ -54,15 +54,18 @@ from typing import TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
-from reconciler.engine.adopt import take_over
+from reconciler.engine.adopt import resources_of, take_over
+from reconciler.engine.cloud_repair import is_errored_child_failure, repair_errored_children
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
+from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.lost import lost_lookups
 from reconciler.engine.plan import (
     HASH_TAG,
+    LB_ID_TAG,
     StackInfo,
     output_tags,
     outputs_from_tags,
@@ -171,9 +174,16 @@ class ServiceStack(StackHandle):
         current = tags.apply(current, drop=[HASH_TAG])
         self.unprotect(unprotect_before_up(spec, tags=current))
         self.configure_stack(stack, spec)
-        result = self.deadline(
-            lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
-        )
+        try:
+            result = self.deadline(
+                lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
+            )
+        except EngineError as exc:
+            if not self._repaired(stack, current, exc):
+                raise
+            result = self.deadline(
+                lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
+            )
         outputs = plain_outputs(result.outputs)
         if outputs.get("lb_id"):  # before the hash: a failure here is retried by an `up`
             self._tag_load_balancer(str(outputs["lb_id"]), spec)
@@ -192,6 +202,26 @@ class ServiceStack(StackHandle):
             outputs=outputs,
             resource_changes=changes,
             frozen=frozen,
+        )
+
+    def _repaired(self, stack: auto.Stack, tags: Mapping[str, str], error: EngineError) -> bool:
+        """After an ``up`` that failed on an object of the stack left in ``ERROR``: whether
+        such objects were sent an update that changes nothing, so the ``up`` can run again
+        (:mod:`reconciler.engine.cloud_repair`)."""
+        lb_id = tags.get(LB_ID_TAG)
+        if not lb_id or not is_errored_child_failure(error):
+            return False
+        own = set(resources_of(stack.export_stack().deployment or {}).values())
+        settings = self.engine.settings
+        return bool(
+            repair_errored_children(
+                self.engine.rest(),
+                lb_id,
+                own=own,
+                stack_name=self.name,
+                timeout=settings.operation_timeout,
+                cancelled=self.engine.cancelled,
+            )
         )
 
     def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:

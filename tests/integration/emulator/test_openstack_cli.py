@@ -190,7 +190,7 @@ def test_conflict_while_pending_and_error_path(
         stuck["id"],
         ok=False,
     )
-    assert f"Invalid state PENDING_CREATE of loadbalancer resource {stuck['id']}" in failed.stderr
+    assert f"Load Balancer {stuck['id']} is immutable and cannot be updated." in failed.stderr
     admin.put(f"/loadbalancers/{stuck['id']}/status", {"provisioning_status": "ACTIVE"})
     osc("loadbalancer", "delete", "--wait", stuck["id"])
 

@@ -24,7 +24,7 @@ def test_lb_lifecycle_with_floating_ip(conn: Any, topo: dict[str, Any], admin: A
     assert lb.provisioning_status == "PENDING_CREATE"
     with pytest.raises(exceptions.ConflictException) as err:
         conn.load_balancer.create_listener(load_balancer_id=lb.id, protocol="TCP", protocol_port=80)
-    assert f"Invalid state PENDING_CREATE of loadbalancer resource {lb.id}" in str(err.value)
+    assert f"Load Balancer {lb.id} is immutable and cannot be updated." in str(err.value)
     lb = wait_active(conn, lb.id)
     assert lb.operating_status == "ONLINE"
 
@@ -215,6 +215,37 @@ def test_lb_that_goes_to_error(conn: Any, admin: Admin, topo: dict[str, Any]) ->
         wait_active(conn, lb.id)
     assert conn.load_balancer.get_load_balancer(lb.id).provisioning_status == "ERROR"
     conn.load_balancer.delete_load_balancer(lb.id)
+    conn.load_balancer.wait_for_delete(lb, interval=0.05, wait=15)
+
+
+def test_a_failed_listener_update_and_an_lb_in_error_as_octavia_answers(
+    conn: Any, admin: Admin, topo: dict[str, Any]
+) -> None:
+    """Octavia's lifecycle_tasks.py ListenerToErrorOnRevertTask: the listener goes ERROR, the LB
+    ACTIVE. An LB in ERROR refuses child changes (MUTABLE_STATUSES) and LB updates, and is
+    deleted with cascade (DELETABLE_STATUSES)."""
+    lb = conn.load_balancer.create_load_balancer(name="sickly-1", vip_subnet_id=topo["subnet_id"])
+    wait_active(conn, lb.id)
+    listener = conn.load_balancer.create_listener(
+        load_balancer_id=lb.id, protocol="TCP", protocol_port=80
+    )
+    wait_active(conn, lb.id)
+    admin.post("/faults/loadbalancers", {"name": "sickly-*", "outcome": "error", "phase": "update"})
+    conn.load_balancer.update_listener(listener, connection_limit=5)
+    lb = wait_active(conn, lb.id)
+    assert conn.load_balancer.get_listener(listener.id).provisioning_status == "ERROR"
+
+    admin.post("/faults/loadbalancers", {"name": "sickly-*", "outcome": "error", "phase": "update"})
+    conn.load_balancer.update_load_balancer(lb, description="x")
+    with pytest.raises(exceptions.ResourceFailure):
+        wait_active(conn, lb.id)
+    with pytest.raises(exceptions.ConflictException) as err:
+        conn.load_balancer.delete_listener(listener.id)
+    assert f"Load Balancer {lb.id} is immutable and cannot be updated." in str(err.value)
+    with pytest.raises(exceptions.ConflictException) as err:
+        conn.load_balancer.update_load_balancer(lb, description="y")
+    assert f"Invalid state ERROR of loadbalancer resource {lb.id}" in str(err.value)
+    conn.load_balancer.delete_load_balancer(lb.id, cascade=True)
     conn.load_balancer.wait_for_delete(lb, interval=0.05, wait=15)
 
 

@@ -1,11 +1,13 @@
 """Deleting a Service must empty the cloud even when ``pulumi destroy`` cannot, child by child.
 
 Found by the chaos run (bench/chaos.py), each case made every retry of ``destroy`` fail, and
-the Service kept its finalizer for ever: the load balancer in ``ERROR`` after a failed Octavia
-flow; a child in the cloud that the state does not know (``it has children``, which was even
+the Service kept its finalizer for ever: a child in ``ERROR`` (a failed child flow: Octavia's
+revert tasks leave the load balancer ACTIVE) or the load balancer in ``ERROR`` (a failed LB
+flow); a child in the cloud that the state does not know (``it has children``, which was even
 classified as not retryable). The engine must delete its own load balancer with cascade, let
-the state forget what the cascade removed, and destroy the rest. Each test here failed before
-the fix (reconciler/engine/cloud_delete.py).
+the state forget what the cascade removed, and destroy the rest. The deletion tests here failed
+before that fix (reconciler/engine/cloud_delete.py); the emulator then put the load balancer in
+ERROR after a failed child flow too, which Octavia does not.
 """
 
 from __future__ import annotations
@@ -42,15 +44,23 @@ def _emptied(env: Env, stack: ServiceStack) -> None:
     env.cloud.wait_nothing_created(timeout=15)
 
 
-def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
-    fault_env: tuple[Env, str],
-) -> None:
-    env, admin = fault_env
-    stack, svc, lb_id = _applied(env, "broken")
-
-    # Octavia fails the next update: the load balancer and the listener go to ERROR
-    fault = {"name": "kube_service_*_broken", "outcome": "error", "phase": "update"}
+def _fail_next_update(admin: str, name: str, count: int = 1) -> None:
+    fault = {
+        "name": f"kube_service_*_{name}",
+        "outcome": "error",
+        "phase": "update",
+        "count": count,
+    }
     requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
+
+
+def _listener_in_error(env: Env, admin: str, name: str) -> tuple[ServiceStack, dict[str, Any]]:
+    """A Service whose listener update Octavia failed: as its ListenerToErrorOnRevertTask
+    leaves it, the listener in ERROR and the load balancer ACTIVE. Octavia fails twice: the
+    update, and the engine's repair of the listener (an update that changes nothing) before it
+    runs the ``up`` again, so the error reaches the caller."""
+    stack, svc, lb_id = _applied(env, name)
+    _fail_next_update(admin, name, count=2)
     svc["metadata"]["annotations"][CONNECTION_LIMIT] = "1000"
     # the listener's own failure, not another one (a CI run once ended here with the load
     # balancer ACTIVE: the message then says which error it was)
@@ -58,11 +68,56 @@ def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
         stack.ensure(spec_for(svc, env.config()))
     requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
     lb = only(env.cloud.lbs())
-    assert (lb["id"], lb["provisioning_status"]) == (lb_id, "ERROR")
+    assert (lb["id"], lb["provisioning_status"]) == (lb_id, "ACTIVE")
     assert only(env.cloud.inventory()["listeners"])["provisioning_status"] == "ERROR"
+    return stack, svc
+
+
+def test_delete_of_a_listener_in_error_empties_the_cloud(fault_env: tuple[Env, str]) -> None:
+    env, admin = fault_env
+    stack, _svc = _listener_in_error(env, admin, "broken")
 
     _emptied(env, stack)
     assert stack.delete().existed is False  # the stack is gone too
+
+
+def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
+    fault_env: tuple[Env, str],
+) -> None:
+    """Only LB-level flows leave the load balancer in ERROR: here an LB update (an operator's
+    rename, say) that Octavia fails, on top of a listener left in ERROR."""
+    env, admin = fault_env
+    stack, _svc = _listener_in_error(env, admin, "broken-lb")
+    lb_id = only(env.cloud.lbs())["id"]
+    _fail_next_update(admin, "broken-lb")
+    conn = connect(env.topo)
+    conn.load_balancer.update_load_balancer(lb_id, description="renamed by an operator")
+    wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "ERROR" or None, timeout=30)
+    requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
+
+    _emptied(env, stack)
+    assert stack.delete().existed is False
+
+
+def test_an_up_after_a_failed_listener_update_repairs_the_listener(
+    fault_env: tuple[Env, str],
+) -> None:
+    """The load balancer is ACTIVE, so Octavia takes a new update of the listener in ERROR
+    (only the LB's status is tested), but the provider waits for the listener to be ACTIVE
+    before it sends one (terraform-provider-openstack ``resourceListenerV2Update``): without
+    the engine's repair (reconciler.engine.cloud_repair) every later ``up`` failed with
+    "unexpected state 'ERROR'". The next ``ensure`` must make it ACTIVE again, with the
+    Service's values, and the same listener (nothing replaced)."""
+    env, admin = fault_env
+    stack, svc = _listener_in_error(env, admin, "repaired")
+    before = only(env.cloud.inventory()["listeners"])["id"]
+    try:
+        stack.ensure(spec_for(svc, env.config()))
+        listener = only(env.cloud.inventory()["listeners"])
+        assert (listener["provisioning_status"], listener["connection_limit"]) == ("ACTIVE", 1000)
+        assert listener["id"] == before
+    finally:
+        _emptied(env, stack)
 
 
 def test_delete_that_octavia_fails_midway_still_empties_the_cloud(
@@ -71,10 +126,9 @@ def test_delete_that_octavia_fails_midway_still_empties_the_cloud(
     env, admin = fault_env
     stack, _svc, _lb_id = _applied(env, "failing")
 
-    # Octavia fails the first child delete: that child, its pool and the LB go to ERROR, and
+    # Octavia fails the first child delete: that child goes to ERROR (the LB stays ACTIVE), and
     # destroy fails with "unexpected state 'ERROR'"; the engine cascades and destroys again
-    fault = {"name": "kube_service_*_failing", "outcome": "error", "phase": "update"}
-    requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
+    _fail_next_update(admin, "failing")
     fired_before = requests.get(f"{admin}/faults/fired", timeout=10).json()
 
     _emptied(env, stack)

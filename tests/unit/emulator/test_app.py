@@ -102,10 +102,15 @@ def test_forcing_an_errored_lb_active_with_all_children(
     lb = cloud.octavia.create_loadbalancer(ctx, {"name": "lb", "vip_subnet_id": topo["subnet_id"]})
     clock.advance(5)
     cloud.advance()
-    cloud.faults.configure(FaultConfig(loadbalancers=(LbFault(outcome="error", phase="update"),)))
+    # a failed listener create (the listener goes ERROR, the LB ACTIVE), then a failed LB update
+    fault = LbFault(outcome="error", phase="update", count=2)
+    cloud.faults.configure(FaultConfig(loadbalancers=(fault,)))
     listener = cloud.octavia.create_listener(
         ctx, {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 80}
     )
+    clock.advance(5)
+    cloud.advance()
+    cloud.octavia.update_loadbalancer(ctx, lb["id"], {"name": "renamed"})
     clock.advance(5)
     cloud.advance()
 

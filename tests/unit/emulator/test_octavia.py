@@ -1,4 +1,4 @@
-"""Octavia rules: the status machine, 409 while PENDING_*, validation, batch members, cascade."""
+"""Octavia rules: the status machine, 409 unless ACTIVE, validation, batch members, cascade."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def test_mutation_while_pending_is_409_with_octavias_message(
     cloud.octavia.create_listener(ctx, body)
     with pytest.raises(Conflict) as err:
         cloud.octavia.create_listener(ctx, {**body, "protocol_port": 81})
-    assert err.value.message == f"Invalid state PENDING_UPDATE of loadbalancer resource {lb['id']}"
+    # Octavia's listener.py _test_lb_and_listener_statuses: a child change on a non-ACTIVE LB
+    assert err.value.message == f"Load Balancer {lb['id']} is immutable and cannot be updated."
     settle(cloud, clock)
     with pytest.raises(Conflict, match="already using protocol TCP and protocol_port 80"):
         cloud.octavia.create_listener(ctx, body)
