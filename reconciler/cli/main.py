@@ -139,6 +139,11 @@ examples:
   PULUMI_CONFIG_PASSPHRASE=... lb-reconciler run --kubeconfig ~/.kube/config \\
       --cloud-config cloud.conf --state-dir ./lbr-state --log-format text
 
+One writer: with --leader-elect only the replica holding the Lease writes (it stops writing
+the moment its renewals lapse, and steps down); without it, run exactly one replica. The writer
+removes every stack lock its own operations do not hold (a dead leader's), when it starts
+leading and before each operation (docs/operations.md, "Failover").
+
 exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
 2 unusable configuration (each problem is logged with the field and the fix).
 """
@@ -231,7 +236,11 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--workers", type=_positive_int, default=4, help="parallel Services (4)")
     p.add_argument("--namespace", help="watch Services of this namespace only (default: all)")
-    p.add_argument("--leader-elect", action="store_true", help="run for a coordination Lease")
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run for a coordination Lease, so that several replicas can run (without it: one)",
+    )
     p.add_argument("--leader-elect-namespace", default="lb-reconciler", metavar="NS")
     p.add_argument("--leader-elect-name", default="lb-reconciler", metavar="NAME")
     p.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="S")

@@ -16,6 +16,15 @@ stop (SIGTERM, SIGINT, or leadership lost)
     kube-controller-manager does).
 
 A follower is ready (it is a healthy standby); a leader is ready once its caches are synced.
+
+Leadership is checked at every write, not only when the elector's thread notices a loss:
+:class:`Leadership` is what the controller and the engine ask (the Lease held and renewed within
+the renew deadline, by this process's own clock), so a process that was frozen (SIGSTOP, a paused
+VM) and resumes after a new leader took over refuses to write from its first instruction on,
+and kills a ``pulumi`` child it had running. When it takes the Lease, the controller clears the
+stacks' locks that no operation of this process holds before its first operation
+(:meth:`reconciler.controller.loop.Controller.start`). Every update it makes carries its identity
+as the message (``pulumi stack history``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +50,7 @@ from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
 
-__all__ = ["RunOptions", "run"]
+__all__ = ["Leadership", "RunOptions", "run"]
 
 _log = logging.getLogger(__name__)
 
@@ -76,6 +86,22 @@ def _identity(options: RunOptions) -> str:
         or os.environ.get("POD_NAME")
         or (f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
     )
+
+
+class Leadership:
+    """Whether this process may write now. With leader election: it holds the Lease and its
+    last renewal started less than the renew deadline ago (``LeaderElector.is_leader``); before
+    the elector exists, no. Without: always (one replica, the only writer)."""
+
+    def __init__(self, *, elect: bool) -> None:
+        self._elect = elect
+        self.elector: LeaderElector | None = None
+
+    def __call__(self) -> bool:
+        if not self._elect:
+            return True
+        elector = self.elector
+        return elector is not None and elector.is_leader()
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -131,6 +157,8 @@ def pulumi_engine(
     state_dir: Path,
     backend_url: str,
     cluster_id: str = "",
+    leading: Callable[[], bool] | None = None,
+    writer: str = "",
 ) -> LoadBalancerEngine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -143,8 +171,9 @@ def pulumi_engine(
         backend_url=backend_url,
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
+        writer=writer,
     )
-    return PulumiEngine(engine=Engine(settings=settings))
+    return PulumiEngine(engine=Engine(settings=settings, leading=leading))
 
 
 def run(
@@ -165,6 +194,8 @@ def run(
         )
         return EXIT_CONFIG
     kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
+    identity = _identity(options)
+    leadership = Leadership(elect=options.leader_elect)
     if engine is None:
         engine = pulumi_engine(
             config=config,
@@ -172,6 +203,8 @@ def run(
             state_dir=options.state_dir,
             backend_url=options.backend_url,
             cluster_id=cluster_identity(kube),
+            leading=leadership,
+            writer=f"lb-reconciler run, replica {identity}",
         )
     done = stop or threading.Event()
     if stop is None and threading.current_thread() is threading.main_thread():
@@ -192,8 +225,16 @@ def run(
         namespace=options.namespace,
         metrics=metrics,
         housekeeping=options.housekeeping,
+        leading=leadership,
     )
-    process = _Process(options=options, controller=controller, metrics=metrics, done=done)
+    process = _Process(
+        options=options,
+        controller=controller,
+        metrics=metrics,
+        done=done,
+        identity=identity,
+        leadership=leadership,
+    )
     health = None
     if options.http_address:
         host, port = _split_address(options.http_address)
@@ -218,8 +259,12 @@ class _Process:
         controller: Controller,
         metrics: Metrics,
         done: threading.Event,
+        identity: str,
+        leadership: Leadership,
     ) -> None:
         self._options = options
+        self._identity = identity
+        self._leadership = leadership
         self._controller = controller
         self._metrics = metrics
         self._done = done
@@ -267,7 +312,7 @@ class _Process:
         elector_thread = None
         lease_kube: KubeApi | None = None
         if options.leader_elect:
-            identity = _identity(options)
+            identity = self._identity
             # its own connection, with requests that end well before the renew deadline
             lease_kube = KubeApi(
                 api_client=api_client(kubeconfig=options.kubeconfig),
@@ -284,6 +329,7 @@ class _Process:
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading,
             )
+            self._leadership.elector = elector
             _log.info(
                 "waiting for leadership",
                 extra={

@@ -6,7 +6,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   :class:`~.stack.ServiceStack` (``ensure``, ``preview``, ``refresh``, ``delete`` of one Service);
   :mod:`.results`: the :class:`~.results.EnsureResult` that ``ensure`` returns (no Pulumi: the
   controller and its test doubles use it too);
-* :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
+* :mod:`.context`: the settings and what every stack of one engine shares, the fence (a
+  controller's writes refused once it no longer holds the Lease); :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
 * :mod:`.plan`: stack names and tags, the outputs kept in them, skips, the listing (pure);
@@ -15,7 +16,10 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
   engine events turned into them;
-* :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
+* :mod:`.recovery`: pending creates, torn sidecars, hanging ``pulumi`` children;
+  :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;
+* :mod:`.lock_plan`: which stack locks are stale, the leader's rule and a bystander's (pure);
+  :mod:`.locks`: listing and removing them;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
   child by child when ``pulumi destroy`` cannot;

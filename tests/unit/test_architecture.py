@@ -214,6 +214,7 @@ PURE = [
     "reconciler.engine.stack_spec",
     "reconciler.engine.provider_config",
     "reconciler.engine.lost",
+    "reconciler.engine.lock_plan",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",
     "reconciler.engine.ownership",
