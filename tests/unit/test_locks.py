@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -109,12 +110,12 @@ def test_which_stacks_are_the_cluster_s() -> None:
 
 @pytest.fixture
 def fake_pulumi(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A live child of this process that ``/proc`` shows as ``pulumi`` (a shell under that
-    name), working on stack ``c.ns.web``."""
+    """A live child of this process that ``/proc`` shows as ``pulumi`` (Python under that
+    name, with no child of its own to leak), working on stack ``c.ns.web``."""
     exe = tmp_path / "bin" / "pulumi"
     exe.parent.mkdir()
-    exe.symlink_to("/bin/sh")
-    child = subprocess.Popen([str(exe), "-c", "sleep 120; :", "pulumi", "c.ns.web"])
+    exe.symlink_to(sys.executable)
+    child = subprocess.Popen([str(exe), "-c", "import time; time.sleep(120)", "c.ns.web"])
     yield child
     child.kill()
     child.wait()
