@@ -41,6 +41,13 @@ from reconciler.model.spec import FloatingIpSpec, LoadBalancerSpec
 from stacks.shared import SharedLoadBalancer
 from stacks.vocabulary import INVALID_SPEC_MARKER
 
+# pulumi_openstack's subpackages are lazy modules (importlib.util.LazyLoader): the first use
+# loads one, and before Python 3.13 that is not thread-safe (cpython gh-114763). Several `up`s
+# starting at once in one process (a new leader's first syncs) failed with "module
+# 'pulumi_openstack.networking' has no attribute 'get_subnet'". So both are loaded here, once,
+# while Python's import lock serialises the import of this module.
+_LOADED = (openstack.networking.get_subnet, openstack.loadbalancer.LoadBalancer)
+
 __all__ = [
     "ExistingFloatingIp",
     "InvalidSpecError",

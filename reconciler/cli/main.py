@@ -154,6 +154,10 @@ compares (`pulumi refresh --preview-only`: neither the state nor the cloud is wr
 reports each difference, resource, property, value in the cloud and in the stack, as a Warning
 DriftDetected on the Service and in the gauge lbr_drifted_stacks (DriftResolved once it is
 gone); --drift=off checks nothing (as --drift-interval 0 always did).
+One writer: with --leader-elect only the replica holding the Lease writes (it stops writing
+the moment its renewals lapse, and steps down); without it, run exactly one replica. The writer
+removes every stack lock its own operations do not hold (a dead leader's), when it starts
+leading and before each operation (docs/operations.md, "Failover").
 
 exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
 2 unusable configuration (each problem is logged with the field and the fix).
@@ -262,7 +266,11 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--workers", type=_positive_int, default=4, help="parallel Services (4)")
     p.add_argument("--namespace", help="watch Services of this namespace only (default: all)")
-    p.add_argument("--leader-elect", action="store_true", help="run for a coordination Lease")
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run for a coordination Lease, so that several replicas can run (without it: one)",
+    )
     p.add_argument("--leader-elect-namespace", default="lb-reconciler", metavar="NS")
     p.add_argument("--leader-elect-name", default="lb-reconciler", metavar="NAME")
     p.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="S")

@@ -8,7 +8,9 @@ The controller does not import the Pulumi engine; it talks to anything with this
   nothing to destroy. Only after it returns does the controller release the finalizer;
 * ``refresh(service)`` (``--drift=repair``), ``check_drift(service)`` (``--drift=report``: a
   refresh that writes nothing) and ``stacks()`` serve the housekeeper (drift, orphans);
-  ``cancel()`` interrupts running operations when the process stops.
+  ``cancel()`` interrupts running operations when the process stops; ``take_over()`` runs
+  once, when this process becomes the leader, before its first operation (it clears what a
+  dead leader left).
 
 Failures are exceptions. :func:`failure_of` reads one's ``failure_kind`` as a :class:`Failure`,
 which decides the retry and whether the Service gets a Warning (see
@@ -79,6 +81,11 @@ class LoadBalancerEngine(Protocol):
         """Interrupt running operations (process shutdown); they raise a RETRY_SOON failure."""
         ...
 
+    def take_over(self) -> Sequence[str]:
+        """Before the first operation as the leader: remove the locks no operation of this
+        process holds (a dead leader's); returns the stacks whose locks were removed."""
+        ...
+
 
 class Failure(enum.Enum):
     """How a failed sync is retried (see the module docstring)."""
@@ -126,3 +133,6 @@ class PulumiEngine:
 
     def cancel(self) -> None:
         self._engine.cancel()
+
+    def take_over(self) -> Sequence[str]:
+        return [lock.stack for lock in self._engine.take_over()]

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.metrics import Metrics
+from reconciler.engine.errors import NotLeaderError
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -35,6 +36,9 @@ class InstrumentedEngine:
         started = time.monotonic()
         try:
             value = call()
+        except NotLeaderError:
+            self._metrics.fenced("operation")
+            raise
         except Exception:
             self._metrics.stack_operation(kind, "error", time.monotonic() - started)
             raise
@@ -74,3 +78,8 @@ class InstrumentedEngine:
 
     def cancel(self) -> None:
         self._engine.cancel()
+
+    def take_over(self) -> Sequence[str]:
+        cleared = self._engine.take_over()
+        self._metrics.stale_locks_cleared(len(cleared))
+        return cleared

@@ -37,6 +37,13 @@ Finalizer patches are merge patches with ``resourceVersion`` (see :mod:`.sync_pl
 worker reads the Service again and recomputes the patch once, so a label edit that raced the
 sync does not cost a retry delay.
 
+Leadership: the controller runs only while its process leads (:mod:`.runner`). ``leading`` says
+whether it still does (the Lease held and renewed within the renew deadline, on this process's
+own clock): a worker whose key comes up when it no longer does drops it without a sync (no
+Event, no patch: the new leader does it; ``lbr_fenced_total{at="sync"}``), and the engine
+fences its own writes the same way. Before the first worker starts, the engine's ``take_over``
+clears what a dead leader left (its stacks' locks).
+
 The controller (:class:`.sync.ServiceSync`, which carries out one sync) remembers, per
 key, the last spec it applied and the load balancer id the engine returned. That memory only
 shapes Events (a members-only change is ``UpdatedLoadBalancer``; our own ``load-balancer-id``
@@ -52,6 +59,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,10 +141,13 @@ class Controller:
         namespace: str | None = None,
         metrics: Metrics | None = None,
         housekeeping: HousekeepingSettings | None = None,
+        leading: Callable[[], bool] | None = None,
     ) -> None:
         """``namespace``: watch Services of this namespace only (default: all namespaces).
-        ``housekeeping``: orphan and drift scans (:mod:`.housekeeping`); None: none."""
+        ``housekeeping``: orphan and drift scans (:mod:`.housekeeping`); None: none.
+        ``leading``: whether this process still leads (None: always, a single replica)."""
         self._kube = kube
+        self._leading = leading or (lambda: True)
         self._config = config
         self._settings = settings or ControllerSettings()
         self._workers = workers
@@ -255,6 +266,7 @@ class Controller:
             if not reflector.synced.wait(sync_timeout):
                 raise TimeoutError(f"the {reflector.name} list did not complete in {sync_timeout}s")
         self._nodes_changed()
+        self._take_over()
         for i in range(self._workers):
             t = threading.Thread(target=self._worker, name=f"worker-{i}", daemon=True)
             t.start()
@@ -262,6 +274,25 @@ class Controller:
         if self.housekeeper is not None:
             self.housekeeper.start()
         _log.info("controller started", extra={"workers": self._workers})
+
+    def _take_over(self) -> None:
+        """Clear what a dead leader left before the first operation (the engine's
+        ``take_over``); a failure is logged, the stacks' locks are cleared one by one then,
+        before each stack's next operation."""
+        try:
+            cleared = self._engine.take_over()
+        except Exception as exc:
+            _log.warning(
+                "could not clear the previous leader's stack locks at takeover; each stack's "
+                "are cleared before its next operation",
+                extra={"error": str(exc)},
+            )
+            return
+        if cleared:
+            _log.warning(
+                "removed stack locks no operation of this leader holds (a previous leader's)",
+                extra={"stacks": sorted(set(cleared))},
+            )
 
     def stop(self, *, timeout: float = 30.0, drain: bool = True) -> None:
         """Stop taking work; give running syncs half of ``timeout`` to finish (``drain``), then
@@ -290,6 +321,11 @@ class Controller:
             key = self.queue.get()
             if key is None:
                 return
+            if not self._leading():  # the Lease is lost: the new leader syncs it
+                self.metrics.fenced("sync")
+                _log.info("not the leader any more: sync not started", extra={"service": key})
+                self.queue.done(key)
+                continue
             started = time.monotonic()
             try:
                 outcome = self.sync(key)

@@ -18,7 +18,12 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 * ``lbr_drift_repaired_total``: drifted stacks brought back to their spec by an ``up``;
 * ``lbr_drifted_stacks``: stacks known to differ from the cloud now (``--drift=report``: from a
   check that found drift until one that finds none; ``repair``: until the ``up`` that repairs);
-* ``lbr_leader``: 1 while this replica holds the leader lease, else 0.
+* ``lbr_leader``: 1 while this replica holds the leader lease, else 0;
+* ``lbr_fenced_total{at}``: work refused because this replica no longer holds the lease
+  (``sync``: a sync not started; ``operation``: an engine write refused or a running operation
+  killed);
+* ``lbr_stale_locks_cleared_total``: stack locks a new leader removed at takeover (a dead
+  leader's).
 
 ``result`` of a reconcile is one of ``success``, ``retry`` (retried soon: a routine wait),
 ``error`` (backed off) and ``invalid`` (the Service's input is wrong; no retry until it changes).
@@ -59,6 +64,7 @@ RECONCILE_RESULTS = ("success", "retry", "error", "invalid")
 STACK_KINDS = ("up", "destroy", "refresh", "refresh-preview", "skip")
 STACK_RESULTS = ("success", "error")
 DRIFT = ("true", "false")
+FENCED_AT = ("sync", "operation")
 
 # The classic text format (0.0.4) that every Prometheus version scrapes. generate_latest writes
 # exactly that for metric names that need no escaping, which all of ours are.
@@ -160,6 +166,20 @@ class Metrics:
         self._leader = Gauge(
             "lbr_leader", "1 while this replica holds the leader lease, else 0.", registry=r
         )
+        self._fenced = Counter(
+            "lbr_fenced_total",
+            "Work refused because this replica no longer holds the leader lease: a sync not "
+            "started, an engine write refused or a running operation killed.",
+            ["at"],
+            registry=r,
+        )
+        self._locks_cleared = Counter(
+            "lbr_stale_locks_cleared_total",
+            "Stack locks that no operation of this leader held, removed as it began to lead.",
+            registry=r,
+        )
+        for at in FENCED_AT:
+            self._fenced.labels(at)
         for result in RECONCILE_RESULTS:
             self._reconciles.labels(result)
             self._reconcile_seconds.labels(result)
@@ -218,6 +238,13 @@ class Metrics:
 
     def set_leader(self, is_leader: bool) -> None:
         self._leader.set(1 if is_leader else 0)
+
+    def fenced(self, at: str) -> None:
+        """Work refused at ``at`` (``sync`` or ``operation``): not the leader any more."""
+        self._fenced.labels(_check("fenced at", at, FENCED_AT)).inc()
+
+    def stale_locks_cleared(self, count: int) -> None:
+        self._locks_cleared.inc(count)
 
     # -- exposition --------------------------------------------------------------------------
 

@@ -19,6 +19,15 @@ stop (SIGTERM, SIGINT, or leadership lost)
     kube-controller-manager does).
 
 A follower is ready (it is a healthy standby); a leader is ready once its caches are synced.
+
+Leadership is checked at every write, not only when the elector's thread notices a loss:
+:class:`Leadership` is what the controller and the engine ask (the Lease held and renewed within
+the renew deadline, by this process's own clock), so a process that was frozen (SIGSTOP, a paused
+VM) and resumes after a new leader took over refuses to write from its first instruction on,
+and kills a ``pulumi`` child it had running. When it takes the Lease, the controller clears the
+stacks' locks that no operation of this process holds before its first operation
+(:meth:`reconciler.controller.loop.Controller.start`). Every update it makes carries its identity
+as the message (``pulumi stack history``).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,7 +57,7 @@ from reconciler.controller.sync_plan import ControllerSettings
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
-__all__ = ["RunOptions", "run"]
+__all__ = ["Leadership", "RunOptions", "run"]
 
 _log = logging.getLogger(__name__)
 
@@ -83,6 +93,22 @@ def _identity(options: RunOptions) -> str:
         or os.environ.get("POD_NAME")
         or (f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
     )
+
+
+class Leadership:
+    """Whether this process may write now. With leader election: it holds the Lease and its
+    last renewal started less than the renew deadline ago (``LeaderElector.is_leader``); before
+    the elector exists, no. Without: always (one replica, the only writer)."""
+
+    def __init__(self, *, elect: bool) -> None:
+        self._elect = elect
+        self.elector: LeaderElector | None = None
+
+    def __call__(self) -> bool:
+        if not self._elect:
+            return True
+        elector = self.elector
+        return elector is not None and elector.is_leader()
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -160,6 +186,8 @@ def pulumi_engine(
     state_dir: Path,
     backend_url: str,
     cluster_id: str = "",
+    leading: Callable[[], bool] | None = None,
+    writer: str = "",
 ) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -172,8 +200,9 @@ def pulumi_engine(
         backend_url=backend_url,
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
+        writer=writer,
     )
-    return Engine(settings=settings)
+    return Engine(settings=settings, leading=leading)
 
 
 def run(
@@ -194,6 +223,8 @@ def run(
         )
         return EXIT_CONFIG
     kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
+    identity = _identity(options)
+    leadership = Leadership(elect=options.leader_elect)
     if engine is None:
         core = pulumi_engine(
             config=config,
@@ -201,6 +232,8 @@ def run(
             state_dir=options.state_dir,
             backend_url=options.backend_url,
             cluster_id=cluster_identity(kube),
+            leading=leadership,
+            writer=f"lb-reconciler run, replica {identity}",
         )
         failed = cloud_login(core)
         if failed is not None:
@@ -226,8 +259,16 @@ def run(
         namespace=options.namespace,
         metrics=metrics,
         housekeeping=options.housekeeping,
+        leading=leadership,
     )
-    process = _Process(options=options, controller=controller, metrics=metrics, done=done)
+    process = _Process(
+        options=options,
+        controller=controller,
+        metrics=metrics,
+        done=done,
+        identity=identity,
+        leadership=leadership,
+    )
     health = None
     if options.http_address:
         host, port = _split_address(options.http_address)
@@ -252,8 +293,12 @@ class _Process:
         controller: Controller,
         metrics: Metrics,
         done: threading.Event,
+        identity: str,
+        leadership: Leadership,
     ) -> None:
         self._options = options
+        self._identity = identity
+        self._leadership = leadership
         self._controller = controller
         self._metrics = metrics
         self._done = done
@@ -301,7 +346,7 @@ class _Process:
         elector_thread = None
         lease_kube: KubeApi | None = None
         if options.leader_elect:
-            identity = _identity(options)
+            identity = self._identity
             # its own connection, with requests that end well before the renew deadline
             lease_kube = KubeApi(
                 api_client=api_client(kubeconfig=options.kubeconfig),
@@ -318,6 +363,7 @@ class _Process:
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading,
             )
+            self._leadership.elector = elector
             _log.info(
                 "waiting for leadership",
                 extra={

@@ -7,7 +7,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   ``delete`` of one Service);
   :mod:`.results`: the :class:`~.results.EnsureResult` that ``ensure`` returns (no Pulumi: the
   controller and its test doubles use it too);
-* :mod:`.context`: the settings and what every stack of one engine shares; :mod:`.handle`: one
+* :mod:`.context`: the settings and what every stack of one engine shares, the fence (a
+  controller's writes refused once it no longer holds the Lease); :mod:`.handle`: one
   stack's steps (open, tags, config, deadlines, recovery) that the operations, the delete path
   and adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
 * :mod:`.plan`: stack names and tags, the outputs kept in them, skips, the listing (pure);
@@ -17,7 +18,10 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
   engine events turned into them, and into drift;
 * :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
-* :mod:`.recovery`: stale locks, pending creates, hanging ``pulumi`` children;
+* :mod:`.recovery`: pending creates, torn sidecars, hanging ``pulumi`` children;
+  :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;
+* :mod:`.lock_plan`: which stack locks are stale, the leader's rule and a bystander's (pure);
+  :mod:`.locks`: listing and removing them;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
   child by child when ``pulumi destroy`` cannot; :mod:`.cloud_repair`: its objects left in

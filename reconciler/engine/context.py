@@ -1,14 +1,27 @@
-"""What every stack of one engine shares: settings, the ``pulumi`` command, secrets, cancellation.
+"""What every stack of one engine shares: settings, the ``pulumi`` command, secrets, cancellation,
+and the fence.
 
 :class:`EngineContext` is the part of :class:`reconciler.engine.stack.Engine` that the lower
 modules (:mod:`.stack_meta`, :mod:`.handle`, :mod:`.delete`, :mod:`.adopt`) need; they take it,
 so none of them imports :mod:`.stack`. No decisions live here.
+
+**The fence.** A controller's engine is given ``leading``: whether this process holds the Lease
+and renewed it within the renew deadline (the controller's ``LeaderElector.is_leader``, which
+turns false on its own clock, whether or not the elector's thread has run since). While
+it is false, :meth:`EngineContext.fence` refuses every write with
+:class:`~reconciler.engine.errors.NotLeaderError` (no Event: the process is stepping down; the new
+leader does the work): every ``pulumi`` the engine starts (``up``, ``destroy``, ``refresh``,
+``import``, ``stack rm``, config and tag writes: :class:`EngineCommand` checks before each), the
+tags and config files it writes itself, the cloud calls that delete or tag, and the lock
+clearing. A running operation is killed when it turns false
+(:func:`reconciler.engine.recovery.run_with_deadline`). Without ``leading`` (a command a person
+or CI runs) nothing is fenced, and only provably stale locks are cleared (:mod:`.lock_plan`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -16,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine.errors import EngineError, engine_error
+from reconciler.engine.errors import EngineError, NotLeaderError, engine_error
 from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.provider_config import secret_values
@@ -24,7 +37,10 @@ from reconciler.engine.redact import redact
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
-__all__ = ["EngineContext", "EngineSettings"]
+__all__ = ["EngineCommand", "EngineContext", "EngineSettings"]
+
+# the commands that record an update in the stack's history, with its message
+_UPDATES = ("up", "destroy", "refresh")
 
 
 @dataclass(frozen=True)
@@ -44,24 +60,59 @@ class EngineSettings:
     # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):
     # "" when unknown; then only name and description tell this cluster's load balancers
     cluster_id: str = ""
+    # Who runs the operations, the message of every update in the stack's history
+    # (`pulumi stack history`), e.g. "lb-reconciler run <identity>"; "": none
+    writer: str = ""
 
     @property
     def backend(self) -> str:
         return self.backend_url or (self.state_dir / "backend").absolute().as_uri()
 
 
-class EngineContext:
-    """Settings plus the pieces every Service's stack shares."""
+class EngineCommand(auto.PulumiCommand):
+    """The toolchain's ``pulumi`` as the Automation API runs it: ``fence`` is called before every
+    command (it raises to refuse), and every update carries ``message`` (who made it)."""
 
-    def __init__(self, *, settings: EngineSettings) -> None:
+    def __init__(self, *, root: str, fence: Callable[[list[str]], None], message: str) -> None:
+        self._fence, self._message = fence, message
+        super().__init__(root=root)
+
+    def run(
+        self,
+        args: list[str],
+        cwd: str,
+        additional_env: Mapping[str, str],
+        on_output: Callable[[str], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> auto.CommandResult:
+        self._fence(args)
+        if self._message and args and args[0] in _UPDATES and "--message" not in args:
+            args = [*args, "--message", self._message]
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
+class EngineContext:
+    """Settings plus the pieces every Service's stack shares.
+
+    ``leading``: this engine is a controller's, and says whether the process may write now
+    (see the module docstring); None: a command's, never fenced."""
+
+    def __init__(
+        self, *, settings: EngineSettings, leading: Callable[[], bool] | None = None
+    ) -> None:
         self.settings = settings
+        self.leading = leading
         self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
         settings.state_dir.mkdir(parents=True, exist_ok=True)  # work folders; CLI calls run here
         if settings.backend.startswith("file://"):
             Path(unquote(urlsplit(settings.backend).path)).mkdir(parents=True, exist_ok=True)
         # The toolchain's own CLI, never whatever `pulumi` this process's PATH holds; checked
         # against the SDK's minimum version once, here.
-        self.pulumi_command = auto.PulumiCommand(root=str(settings.toolchain.pulumi_root()))
+        self.pulumi_command = EngineCommand(
+            root=str(settings.toolchain.pulumi_root()),
+            fence=lambda args: self.fence(f"pulumi {' '.join(args[:2])}"),
+            message=settings.writer,
+        )
         self.cancelled = threading.Event()
         # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
         self.secrets_written: dict[tuple[str, str], str] = {}
@@ -76,6 +127,22 @@ class EngineContext:
         process recovers the stacks."""
         self.cancelled.set()
 
+    def is_leader(self) -> bool:
+        """Whether the leader's rules apply: a controller's engine whose process holds the
+        Lease (it clears every lock its own operations do not hold: :mod:`.lock_plan`)."""
+        return self.leading is not None and self.leading()
+
+    def fence(self, doing: str, *, stack: str = "") -> None:
+        """Refuse ``doing`` (raise :class:`~reconciler.engine.errors.NotLeaderError`) when this
+        is a controller's engine and its process no longer holds the Lease."""
+        if self.leading is not None and not self.leading():
+            on = f" on stack {stack}" if stack else ""
+            raise NotLeaderError(
+                f"{doing}{on} refused: this process no longer holds the Lease "
+                "(another replica leads)",
+                stack=stack,
+            )
+
     def env(self) -> dict[str, str]:
         env = self.settings.toolchain.env()
         env.update(self.settings.extra_env)
@@ -87,6 +154,8 @@ class EngineContext:
     def error(
         self, exc: BaseException, *, stack: str, doing: str, subject: str = ""
     ) -> EngineError:
+        if isinstance(exc, EngineError):
+            return exc  # already classified (the fence's refusal, raised inside a CLI call)
         # the stack's own names are public: a secret inside one is left there (redact.redact)
         keep = (stack, f"{PROJECT}-{stack}") if stack else ()
         text = redact(str(exc), self._secrets, keep=keep)

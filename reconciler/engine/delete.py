@@ -102,6 +102,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     if lb_id and shared:  # before destroy: a crash after it would leave the name for ever
         _untag(ss, rest, lb_id)
     if unadopted:  # found by the recovery, never in the state: destroy would leave them
+        ss.engine.fence("deleting what a crash left", stack=ss.name)
         delete_unadopted(
             rest,
             unadopted,
@@ -152,6 +153,7 @@ def _mark_kept(ss: StackHandle, rest: OpenStackRest, lb_id: str, address: str) -
     lb = rest.load_balancer(lb_id)
     for fip in rest.floating_ips_on_port(str((lb or {}).get("vip_port_id") or "")):
         if fip.get("floating_ip_address") == address:
+            ss.engine.fence("tagging the floating IP", stack=ss.name)
             rest.tag_floating_ip(str(fip["id"]), KEPT_FLOATING_IP_TAG)
             log.info("stack %s: floating IP %s kept for its owner (tagged)", ss.name, address)
 
@@ -181,6 +183,7 @@ def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str
             "while it was being deleted; it is released instead on the next attempt",
             stack=ss.name,
         )
+    ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
     cascade_delete(
         rest,
         lb_id,
@@ -213,6 +216,7 @@ def _others_on(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
 def _untag(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
     """Take the Service's name off a load balancer it leaves without deleting it."""
     settings = ss.engine.settings
+    ss.engine.fence("untagging the load balancer", stack=ss.name)
     remove_tag(
         rest,
         lb_id,
@@ -252,6 +256,7 @@ def _delete_released(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
         return False
     if stacks_tagged(ss.engine, OWNS_TAG, lb_id, work_dir=ss.work_dir):
         return False
+    ss.engine.fence("deleting the released load balancer", stack=ss.name)
     return delete_unused(
         rest,
         lb,

@@ -10,7 +10,8 @@ controller), so that mapping is here, once, beside the class it is about:
   will not be for long: the cloud answered 409 (Octavia while a load balancer is ``PENDING_*``),
   a wait ended on a ``PENDING_*`` state, or the stack is locked by a live operation;
 * :class:`InterruptedOperationError` (``retry_soon``: no Event, retry in seconds): the controller
-  is stopping;
+  is stopping; :class:`NotLeaderError`, one of them: this process no longer holds the Lease, so
+  it refused to write (or killed its running operation); the new leader does the work;
 * :class:`UpTimeoutError` (``backoff``): an operation or a wait for the cloud ran past its
   deadline;
 * :class:`CloudUnavailableError` (``backoff``): the cloud answered 5xx, 408 or 429, or could not
@@ -55,6 +56,7 @@ __all__ = [
     "InternalError",
     "InterruptedOperationError",
     "InvalidConfigError",
+    "NotLeaderError",
     "QuotaError",
     "UpTimeoutError",
     "engine_error",
@@ -92,6 +94,13 @@ class InterruptedOperationError(EngineError):
 
     reason = "Interrupted"
     failure_kind: FailureKind = "retry_soon"
+
+
+class NotLeaderError(InterruptedOperationError):
+    """This process no longer holds the Lease (or its last renewal is older than the renew
+    deadline): it must not write the stacks or the cloud; another replica leads."""
+
+    reason = "NotLeader"
 
 
 class CloudUnavailableError(EngineError):

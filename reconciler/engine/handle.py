@@ -18,15 +18,11 @@ from pulumi import automation as auto
 from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import resource_urn, stack_name, stack_tags
-from reconciler.engine.recovery import (
-    clear_stale_locks,
-    recover_pending,
-    repair_torn_sidecars,
-    run_with_deadline,
-)
+from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, run_with_deadline
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
 from reconciler.engine.tags import StackTags, stack_exists
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -66,14 +62,18 @@ class StackHandle:
 
     def open_stack(self, *, create: bool) -> auto.Stack | None:
         """Select the stack (None when there is none), or with ``create`` select or create it;
-        :attr:`created` says whether it was just created."""
+        :attr:`created` says whether it was just created. Every operation starts here: a
+        controller that no longer leads is refused (:meth:`EngineContext.fence`), and the
+        stack's stale locks are cleared (:mod:`.lock_plan`: every lock not held by this
+        leader's own ``pulumi`` children; for anyone else, only a dead process's of this host)."""
         backend = self.engine.settings.backend
+        self.engine.fence("opening", stack=self.name)
         exists = stack_exists(backend, self.name)  # None: not a file:// backend, ask the CLI
         self.created = False
         if exists is False and not create:
             return None
         opts = self._workspace_options()
-        clear_stale_locks(backend=backend, stack_name=self.name)
+        clear_stale_locks(backend=backend, stack_name=self.name, leader=self.engine.is_leader())
         repair_torn_sidecars(backend=backend, stack_name=self.name)
         args: dict[str, Any] = {
             "stack_name": self.name,
@@ -130,7 +130,12 @@ class StackHandle:
         return applied_spec_from(outputs)
 
     def tags_of(self, stack: auto.Stack) -> StackTags:
-        return StackTags(backend=self.engine.settings.backend, stack_name=self.name, stack=stack)
+        return StackTags(
+            backend=self.engine.settings.backend,
+            stack_name=self.name,
+            stack=stack,
+            before_write=lambda: self.engine.fence("writing tags", stack=self.name),
+        )
 
     def wanted_tags(self) -> dict[str, str]:
         ref, s = self.service, self.engine.settings
@@ -164,6 +169,8 @@ class StackHandle:
                 f"{doing} of stack {self.name} not started: the controller is stopping",
                 stack=self.name,
             )
+        self.engine.fence(doing, stack=self.name)
+        log.info("stack operation started", extra={"stack_name": self.name, "operation": doing})
         return run_with_deadline(
             run,
             stack_name=self.name,
@@ -172,6 +179,7 @@ class StackHandle:
             grace=settings.interrupt_grace,
             on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
             cancel=self.engine.cancelled,
+            leading=self.engine.leading,
         )
 
     def recover(
@@ -197,6 +205,7 @@ class StackHandle:
         )
         if spec is not None:
             wanted = adoptable_names(spec)
+            self.engine.fence("deleting what a crash left", stack=self.name)
             delete_unadopted(
                 rest,
                 {**{n: i for n, i in found.items() if n not in wanted}, **orphans},

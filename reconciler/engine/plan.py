@@ -56,6 +56,7 @@ __all__ = [
     "VIP_SUBNET_TAG",
     "StackInfo",
     "StackListing",
+    "cluster_prefix",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
@@ -91,6 +92,11 @@ KEEP_FIP_TAG = TAG_PREFIX + "keep-fip"  # "true": destroy leaves the floating IP
 CREATE_ONLY_TAG = TAG_PREFIX + "create-only"
 MAX_STACK_NAME = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def cluster_prefix(cluster_name: str) -> str:
+    """How the name of every stack of cluster ``cluster_name`` begins (:func:`stack_name`)."""
+    return f"{_UNSAFE.sub('_', cluster_name) or '_'}."[: MAX_STACK_NAME - 11]
 
 
 def stack_name(*, cluster_name: str, namespace: str, name: str) -> str:

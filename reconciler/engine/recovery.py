@@ -5,9 +5,8 @@ an earlier, interrupted operation may have left, and it runs each operation unde
 :func:`run_with_deadline`. The decisions (which pending operations to import, which are
 idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module does the effects.
 
-* **Stale locks** (:func:`clear_stale_locks`, ``file://`` backends only): a lock file under
-  ``.pulumi/locks/`` whose process no longer exists *on this host* is removed. Locks of other
-  hosts, and of other backends (which expire or are released by their own means), are left alone.
+* **Stale locks** are :mod:`.locks`' (which, by :mod:`.lock_plan`'s rule); a torn ``.attrs``
+  sidecar of the state (:func:`repair_torn_sidecars`) is removed here.
 * **Pending creates** (:func:`recover_pending`): a ``pulumi`` killed during ``up`` leaves
   ``pending_operations`` in the state. Each pending create of a named object (load balancer,
   listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
@@ -23,16 +22,17 @@ idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module doe
   signalled (:func:`children_running`, read from ``/proc``). A ``pulumi`` waiting on a create
   the cloud never finishes does not stop on SIGINT; once it is killed, its plugins (found
   before, :func:`descendants`) are killed too, or they would run on, re-parented, for ever.
+* **A lost Lease** (``leading`` turns false): the ``pulumi`` child is SIGKILLed at once, not
+  asked to stop: a new leader may start on the stack ``lease duration - renew deadline`` later,
+  and a cancelling ``pulumi`` can take longer than that;
+  :class:`~reconciler.engine.errors.NotLeaderError` is raised.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,51 +42,37 @@ from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
-from reconciler.engine.errors import InterruptedOperationError, UpTimeoutError
+from reconciler.engine.errors import InterruptedOperationError, NotLeaderError, UpTimeoutError
+from reconciler.engine.locks import lock_dir
 from reconciler.engine.lost import PendingCreate, pending_creates, resolve
 from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.processes import (
+    alive,
+    children_running,
+    descendants,
+    kill_tree,
+    send_signal,
+    start_time,
+)
 from stacks.vocabulary import PROJECT, logical_name, object_kind
 
-__all__ = [
+__all__ = [  # the process helpers are reconciler.engine.processes', named here for old callers
     "Recovered",
     "alive",
     "children_running",
-    "clear_stale_locks",
     "descendants",
-    "lock_dir",
+    "kill_tree",
     "recover_pending",
+    "repair_torn_sidecars",
     "run_with_deadline",
+    "start_time",
 ]
 
 log = logging.getLogger("reconciler.engine.stack")
 T = TypeVar("T")
 
 
-# --- stale locks ------------------------------------------------------------------------------
-
-
-def lock_dir(*, backend: str, stack_name: str) -> Path | None:
-    """Where a ``file://`` backend keeps the locks of a stack; None for other backends."""
-    if not backend.startswith("file://"):
-        return None
-    root = Path(unquote(urlsplit(backend).path))
-    return root / ".pulumi" / "locks" / "organization" / PROJECT / stack_name
-
-
-def clear_stale_locks(*, backend: str, stack_name: str) -> None:
-    """Remove file-backend locks whose owner process (on this host) is gone."""
-    folder = lock_dir(backend=backend, stack_name=stack_name)
-    if folder is None or not folder.is_dir():
-        return
-    for lock in folder.glob("*.json"):
-        try:
-            owner = json.loads(lock.read_text())
-        except (OSError, ValueError):
-            continue
-        same_host = owner.get("hostname") == socket.gethostname()
-        if same_host and not alive(int(owner.get("pid") or 0)):
-            log.warning("removing stale lock of stack %s (pid %s)", stack_name, owner["pid"])
-            lock.unlink(missing_ok=True)
+# --- torn sidecars ------------------------------------------------------------------------------
 
 
 def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
@@ -223,14 +209,16 @@ def run_with_deadline(
     grace: float,
     on_error: Callable[[Exception], BaseException],
     cancel: threading.Event | None = None,
+    leading: Callable[[], bool] | None = None,
 ) -> T:
-    """Run a stack operation; interrupt it if it outlives ``timeout`` or ``cancel`` is set
-    (the process is shutting down).
+    """Run a stack operation; interrupt it if it outlives ``timeout``, ``cancel`` is set
+    (the process is shutting down) or ``leading`` turns false (the Lease is lost).
 
     An exception of ``run`` is passed through ``on_error`` (the engine's classification) and
     the result raised; a timeout raises :class:`UpTimeoutError`, a cancel
-    :class:`InterruptedOperationError`. Either way the ``pulumi`` child gets SIGINT (it
-    cancels cleanly), then SIGKILL after ``grace``, and its provider plugins are reaped.
+    :class:`InterruptedOperationError`: the ``pulumi`` child gets SIGINT (it cancels cleanly),
+    then SIGKILL after ``grace``. A lost Lease raises :class:`NotLeaderError`: SIGKILL at once.
+    Either way its provider plugins are reaped.
     """
     box: dict[str, Any] = {}
 
@@ -240,21 +228,25 @@ def run_with_deadline(
         except BaseException as exc:
             box["error"] = exc
 
+    def lost() -> bool:
+        return leading is not None and not leading()
+
     thread = threading.Thread(target=target, name=f"pulumi-{doing}-{stack_name}", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while thread.is_alive():
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or (cancel is not None and cancel.is_set()):
+        if remaining <= 0 or (cancel is not None and cancel.is_set()) or lost():
             break
         thread.join(min(remaining, 0.2))  # slices, so a cancel is seen within 0.2 s
     if thread.is_alive():
+        fenced = lost()
         # pulumi's plugins (the OpenStack provider) are its children: they outlive a killed
         # pulumi (re-parented, polling the cloud) unless they are stopped too.
         plugins: set[tuple[int, str]] = set()
         for pid in children_running(stack_name=stack_name):
             plugins |= descendants(pid)
-            send_signal(pid, signal.SIGINT)
+            send_signal(pid, signal.SIGKILL if fenced else signal.SIGINT)
         thread.join(grace)
         if thread.is_alive():
             for pid in children_running(stack_name=stack_name):
@@ -264,6 +256,12 @@ def run_with_deadline(
         for pid, started in plugins:
             if start_time(pid) == started:  # still the same process, not a reused PID
                 send_signal(pid, signal.SIGKILL)
+        if fenced:
+            raise NotLeaderError(
+                f"{doing} of stack {stack_name} was killed: this process no longer holds the "
+                "Lease; the new leader recovers the stack",
+                stack=stack_name,
+            )
         if cancel is not None and cancel.is_set():
             raise InterruptedOperationError(
                 f"{doing} of stack {stack_name} was interrupted by the controller's shutdown; "
@@ -282,85 +280,3 @@ def run_with_deadline(
         raise error
     value: T = box["value"]
     return value
-
-
-def alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def send_signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state is the first)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def start_time(pid: int) -> str | None:
-    fields = _stat(pid)
-    return fields[19] if fields and fields[0] != "Z" else None
-
-
-def descendants(pid: int) -> set[tuple[int, str]]:
-    """(PID, start time) of every live descendant of ``pid``, read from ``/proc``."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
-            parents.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[tuple[int, str]] = set()
-    todo = list(parents.get(pid, []))
-    while todo:
-        child = todo.pop()
-        started = start_time(child)
-        if started is not None:
-            found.add((child, started))
-        todo.extend(parents.get(child, []))
-    return found
-
-
-def kill_tree(pid: int) -> set[tuple[int, str]]:
-    """SIGKILL the process group led by ``pid`` and every descendant of ``pid``, as a
-    container's end kills every process in it; return the descendants (PID, start time).
-
-    ``pulumi`` starts each plugin in a process group of its own, so signalling the group alone
-    would leave the plugins running, re-parented. A descendant is signalled only while its start
-    time still matches (the same process, not a reused PID)."""
-    tree = descendants(pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    for child, started in tree:
-        if start_time(child) == started:
-            send_signal(child, signal.SIGKILL)
-    return tree
-
-
-def children_running(*, stack_name: str) -> list[int]:
-    """PIDs of this process's ``pulumi`` children working on ``stack_name``."""
-    me = os.getpid()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        args = [a.decode(errors="replace") for a in cmdline if a]
-        if ppid == me and args and Path(args[0]).name == "pulumi" and stack_name in args:
-            found.append(int(entry.name))
-    return found

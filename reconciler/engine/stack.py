@@ -33,12 +33,17 @@ recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
   (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
   it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
   and a secret the process already wrote is not written again.
-* **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
-  host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
-  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
+* **Crash safety**, before every operation: stale locks are removed
+  (:mod:`reconciler.engine.locks`: a controller holding the Lease removes every lock its own
+  ``pulumi`` children do not hold, at takeover (:meth:`Engine.take_over`) and before each
+  operation of a stack; anyone else only a lock of this host whose process is gone); pending
+  creates left by a killed ``up`` are looked up in the cloud by name and imported into the
+  stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
   An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
   called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
   ``interrupt_grace``; the next operation recovers.
+* **Fencing**: a controller's engine (given ``leading``) refuses every write once its process no
+  longer holds the Lease, and kills a running ``pulumi`` then (:mod:`reconciler.engine.context`).
 * **Shared load balancers**: deleting the owner while others use it releases the load balancer
   (retained in the cloud, as OCCM does); the last sharer's ``delete`` removes it.
 """
@@ -62,6 +67,8 @@ from reconciler.engine.drift import check_drift
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import add_tags
+from reconciler.engine.lock_plan import LockRecord
+from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import lost_lookups
 from reconciler.engine.plan import (
     HASH_TAG,
@@ -118,6 +125,18 @@ class Engine(EngineContext):
     def stacks(self) -> list[StackInfo]:
         """This cluster's stacks on the backend (tag ``lbr:cluster``), without opening any."""
         return list_stacks(self)
+
+    def take_over(self) -> list[LockRecord]:
+        """What a new leader does before its first operation: remove every lock of this
+        cluster's stacks that its own ``pulumi`` children do not hold (:mod:`.lock_plan`), in
+        one listing; returns them. A dead leader's locks would otherwise fail every operation
+        on its stacks (``the stack is currently locked``). Refused unless leading."""
+        self.fence("clearing the previous leader's locks")
+        if not self.is_leader():
+            return []
+        return clear_stale_locks(
+            backend=self.settings.backend, leader=True, cluster_name=self.settings.cluster_name
+        )
 
     def stack_for(self, info: StackInfo) -> ServiceStack:
         """The stack of a listed one, to refresh or delete it (its Service from the tags)."""
@@ -212,6 +231,7 @@ class ServiceStack(StackHandle):
         if not lb_id or not is_errored_child_failure(error):
             return False
         own = set(resources_of(stack.export_stack().deployment or {}).values())
+        self.engine.fence("repairing objects in ERROR", stack=self.name)
         settings = self.engine.settings
         return bool(
             repair_errored_children(
@@ -227,6 +247,7 @@ class ServiceStack(StackHandle):
     def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:
         """The Service's name and load-balancer-tags on its load balancer, its own or shared
         (:mod:`reconciler.engine.lb_tags`)."""
+        self.engine.fence("tagging the load balancer", stack=self.name)
         add_tags(
             self.engine.rest(),
             lb_id,

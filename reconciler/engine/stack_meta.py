@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pulumi import automation as auto
 
+from reconciler.engine.locks import locked
 from reconciler.engine.plan import (
     CLUSTER_TAG,
     StackInfo,
@@ -44,7 +44,6 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.recovery import alive, lock_dir
 from reconciler.engine.tags import file_tags
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
@@ -89,6 +88,7 @@ def run_cli(
     """Run the CLI directly on one stack (for what the Automation API would put on a command
     line, such as a secret config value, or does not offer, such as ``state unprotect``). A
     failure whose output contains ``ok_if`` is no failure."""
+    engine.fence(f"pulumi {' '.join(args[:2])}", stack=stack_name)
     done = subprocess.run(
         [str(engine.settings.toolchain.path("pulumi")), *args, "--stack", stack_name],
         input=stdin,
@@ -122,6 +122,7 @@ def configure(
     release: bool,
 ) -> None:
     """Write the spec, the release flag, the imports and the provider config of ``stack``."""
+    engine.fence("writing the config", stack=stack_name)
     plain = {
         f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
         f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
@@ -287,7 +288,8 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         found = tags[item.name]
         if found is None:
             continue
-        info = stack_info(item, found, cluster_name=cluster, locked=_locked(backend, item.name))
+        busy = locked(backend, item.name, leader=engine.is_leader())
+        info = stack_info(item, found, cluster_name=cluster, locked=busy)
         if info is None:
             log.warning("stack %s lacks its namespace or name tag; left out", item.name)
             continue
@@ -334,33 +336,3 @@ def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | Non
         log.warning("could not read the tags of stack %s; left out of the listing", item.name)
         return None
     return {str(k): str(v) for k, v in raw.items()}
-
-
-def _locked(backend: str, name: str) -> bool | None:
-    """Whether a ``file://`` backend holds a lock on the stack that is not provably stale (a
-    lock of this host whose process is gone is stale: the next operation removes it). None for
-    other backends."""
-    folder = lock_dir(backend=backend, stack_name=name)
-    if folder is None:
-        return None
-    try:
-        locks = list(folder.glob("*.json"))
-    except OSError:
-        return False
-    host = socket.gethostname()
-    for lock in locks:
-        try:
-            owner = json.loads(lock.read_text())
-        except FileNotFoundError:
-            continue  # released meanwhile
-        except (OSError, ValueError):
-            return True  # being written: someone is taking it
-        if not isinstance(owner, Mapping):
-            return True
-        try:
-            pid = int(owner.get("pid") or 0)
-        except (TypeError, ValueError):
-            pid = 0
-        if owner.get("hostname") != host or alive(pid):
-            return True
-    return False

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -92,10 +92,19 @@ class StackTags:
     """The tags of one stack: :meth:`read` them, then :meth:`apply` changes in one write.
 
     ``stack`` is the opened Automation API stack, used when the tags file cannot be (another
-    backend, or an unknown format)."""
+    backend, or an unknown format). ``before_write`` is called before any write (the engine's
+    fence: it raises to refuse)."""
 
-    def __init__(self, *, backend: str, stack_name: str, stack: auto.Stack) -> None:
+    def __init__(
+        self,
+        *,
+        backend: str,
+        stack_name: str,
+        stack: auto.Stack,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         self.stack = stack
+        self._before_write = before_write
         folder = _stack_folder(backend)
         self._path = folder / f"{stack_name}.pulumi-tags" if folder is not None else None
         self._via_file = False
@@ -130,6 +139,8 @@ class StackTags:
             wanted.pop(key, None)
         if wanted == dict(current):
             return wanted
+        if self._before_write is not None:
+            self._before_write()
         if self._via_file and self._path is not None and wanted:
             self._write_file(wanted)
             return wanted

@@ -49,13 +49,37 @@ class ControllerSetup:
     extra_args: list[str] = field(default_factory=list)
 
 
+def other_hostname(hostname: str) -> list[str]:
+    """The command prefix that runs a process under ``hostname``, in a UTS namespace of its own
+    (as a pod has: its hostname is its name), so the ``pulumi`` it starts writes that hostname in
+    its stack locks. ``unshare --uts`` needs CAP_SYS_ADMIN; without it, a user namespace gives
+    it (``unshare --user --map-root-user``). The prefix execs the command: same PID."""
+    for prefix in (["unshare", "--uts"], ["unshare", "--user", "--map-root-user", "--uts"]):
+        probe = subprocess.run(
+            [*prefix, "hostname", hostname], capture_output=True, text=True, check=False
+        )
+        if probe.returncode == 0:
+            return [*prefix, "sh", "-c", f'hostname {hostname} && exec "$@"', "sh"]
+    raise RuntimeError(f"cannot run a process under another hostname here: {probe.stderr}")
+
+
 class ControllerProcess:
-    def __init__(self, setup: ControllerSetup, *, identity: str, args: list[str] | None = None):
+    def __init__(
+        self,
+        setup: ControllerSetup,
+        *,
+        identity: str,
+        args: list[str] | None = None,
+        hostname: str | None = None,
+    ):
+        """``hostname``: run under this hostname (:func:`other_hostname`), as another pod would;
+        None: this machine's."""
         self.setup = setup
         self.identity = identity
         self.port = free_port()
         self.log_path = setup.logs / f"{identity}.log"
         self.argv = [
+            *(other_hostname(hostname) if hostname else []),
             sys.executable,
             "-m",
             "reconciler.cli.main",

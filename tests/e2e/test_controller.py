@@ -132,6 +132,9 @@ class RecordingEngine:
     def cancel(self) -> None:
         pass
 
+    def take_over(self) -> list[str]:
+        return []
+
     def ops(self, key: str) -> list[str]:
         with self.lock:
             return [c.op for c in self.calls if c.key == key]

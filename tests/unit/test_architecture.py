@@ -215,6 +215,7 @@ PURE = [
     "reconciler.engine.provider_config",
     "reconciler.engine.openstack_auth",
     "reconciler.engine.lost",
+    "reconciler.engine.lock_plan",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",
     "reconciler.engine.ownership",

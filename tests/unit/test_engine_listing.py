@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reconciler.engine.locks import locked
 from reconciler.engine.plan import (
     EXTERNAL_IP_TAG,
     HASH_TAG,
@@ -25,7 +26,6 @@ from reconciler.engine.plan import (
     stack_info,
     stack_tags,
 )
-from reconciler.engine.stack_meta import _locked
 from reconciler.engine.tags import file_tags
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
@@ -255,20 +255,26 @@ def _dead_pid() -> int:
 
 
 def test_locked(tmp_path: Path) -> None:
+    """As anyone but the leader sees it: only a dead process's lock of this host is stale."""
     url, root = _backend(tmp_path)
     host = socket.gethostname()
-    assert _locked(url, "prod.default.free") is False
-    assert _locked("s3://bucket", "prod.default.free") is None
+    assert locked(url, "prod.default.free", leader=False) is False
+    assert locked("s3://bucket", "prod.default.free", leader=False) is None
 
-    _lock(root, "prod.default.live", "a.json", json.dumps({"pid": os.getpid(), "hostname": host}))
-    assert _locked(url, "prod.default.live") is True
+    live = json.dumps({"pid": os.getpid(), "hostname": host})
+    _lock(root, "prod.default.live", "a.json", live)
+    assert locked(url, "prod.default.live", leader=False) is True
 
     stale = json.dumps({"pid": _dead_pid(), "hostname": host})
     _lock(root, "prod.default.stale", "a.json", stale)
-    assert _locked(url, "prod.default.stale") is False  # the next operation removes it
+    assert locked(url, "prod.default.stale", leader=False) is False  # the next operation removes it
 
     _lock(root, "prod.default.remote", "a.json", json.dumps({"pid": 1, "hostname": "elsewhere"}))
-    assert _locked(url, "prod.default.remote") is True
+    assert locked(url, "prod.default.remote", leader=False) is True
 
     _lock(root, "prod.default.torn", "a.json", '{"pid": ')
-    assert _locked(url, "prod.default.torn") is True
+    assert locked(url, "prod.default.torn", leader=False) is True
+
+    # the leader: none of these is held by a `pulumi` child of this process, all are stale
+    for name in ("live", "stale", "remote", "torn"):
+        assert locked(url, f"prod.default.{name}", leader=True) is False

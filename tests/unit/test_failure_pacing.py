@@ -18,7 +18,7 @@ import pytest
 
 from reconciler.config import default_config, with_overrides
 from reconciler.controller.backend import Failure, failure_of
-from reconciler.controller.loop import Controller, Retry, Settle, settle
+from reconciler.controller.loop import Controller, Retry, Settle, SyncOutcome, settle
 from reconciler.controller.queue import Backoff, Schedule, WorkQueue
 from reconciler.controller.sync_plan import Action, failure_event
 from reconciler.engine.errors import (
@@ -29,6 +29,7 @@ from reconciler.engine.errors import (
     InternalError,
     InterruptedOperationError,
     InvalidConfigError,
+    NotLeaderError,
     QuotaError,
     UpTimeoutError,
     engine_error,
@@ -130,6 +131,9 @@ class FailingEngine:
 
     def cancel(self) -> None:
         pass
+
+    def take_over(self) -> list[str]:
+        return []
 
 
 @dataclass
@@ -397,3 +401,36 @@ def test_failure_event_keeps_the_retry_time_and_the_first_line_only() -> None:
     assert short.message == (
         "Error syncing load balancer: failed to delete load balancer: boom; retrying in 0.5s"
     )
+
+
+# -- after the Lease is lost ---------------------------------------------------------------------
+
+
+def test_an_engine_refusal_because_another_replica_leads_is_no_warning() -> None:
+    w = world(ensure_error=NotLeaderError("up refused: this process no longer holds the Lease"))
+    assert w.attempt() is not None  # retried soon (the process is stepping down anyway)
+    assert w.warning_messages() == []
+
+
+def test_a_worker_that_no_longer_leads_starts_no_sync() -> None:
+    w = world()
+    synced: list[str] = []
+
+    def leading() -> bool:  # asked once, for the one key; the queue then closes
+        w.controller.queue.shutdown()
+        return False
+
+    def sync(key: str) -> SyncOutcome:  # what a worker without the check would do
+        synced.append(key)
+        w.controller.queue.shutdown()
+        return SyncOutcome(None)
+
+    w.controller._leading = leading
+    w.controller.sync = sync  # type: ignore[method-assign]
+    w.controller.queue.add(KEY)
+    w.controller._worker()  # takes the key, refuses it, returns at the shutdown
+    assert synced == []
+    assert w.engine.calls == []
+    assert w.kube.events == {}  # no Event, no patch: the new leader does the work
+    assert w.controller.queue.in_flight() == 0
+    assert 'lbr_fenced_total{at="sync"} 1.0' in w.controller.metrics.render()[0].decode()

@@ -43,6 +43,9 @@ class FakeEngine:
     def cancel(self) -> None:
         pass
 
+    def take_over(self) -> list[str]:
+        return []
+
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float:
     value = metrics.registry.get_sample_value(name, labels)

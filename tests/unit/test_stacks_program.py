@@ -7,6 +7,8 @@ what the cloud does with it is the integration tests' job (tests/integration/eng
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pulumi
@@ -226,3 +228,29 @@ def test_every_resource_is_declared_as_the_vocabulary_spells_it(config: Any) -> 
     assert {rest[n] for n in rules} == {v.SECURITY_GROUP_RULE_TYPE}
     assert {rest[n] for n in ports} == {v.PORT_SG_TYPE}
     assert v.PROTECTED == {v.LB: v.LB_TYPE, v.FIP: v.FIP_TYPE}
+
+
+def test_the_program_can_start_in_several_threads_of_a_fresh_process() -> None:
+    """A new leader's first syncs start several ``up``s at once in one process: the program's
+    first use of ``pulumi_openstack.networking`` and ``.loadbalancer`` (lazy modules, whose first
+    load is not thread-safe before Python 3.13: cpython gh-114763) must not race. It did:
+    ``module 'pulumi_openstack.networking' has no attribute 'get_subnet'``."""
+    script = """
+import threading
+import stacks.program  # what the engine imports before it runs the program
+import pulumi_openstack as openstack
+errors = []
+def first_use():
+    try:
+        openstack.networking.get_subnet, openstack.loadbalancer.LoadBalancer
+    except AttributeError as exc:
+        errors.append(str(exc))
+threads = [threading.Thread(target=first_use) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(errors)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]", done.stdout

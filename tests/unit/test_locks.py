@@ -1,0 +1,228 @@
+"""Stale stack locks: the leader's rule and a bystander's (:mod:`reconciler.engine.lock_plan`),
+carried out on a ``file://`` backend with real processes (:mod:`reconciler.engine.locks`), and a
+running ``pulumi`` killed when the Lease is lost (:func:`run_with_deadline`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from reconciler.engine.errors import NotLeaderError
+from reconciler.engine.lock_plan import (
+    LockRecord,
+    held_by_children,
+    of_cluster,
+    parse_lock,
+    stale_for_bystander,
+    stale_for_leader,
+)
+from reconciler.engine.locks import clear_stale_locks, list_locks, locked
+from reconciler.engine.processes import pulumi_children
+from reconciler.engine.recovery import run_with_deadline
+from stacks.vocabulary import PROJECT
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+HOST = "pod-a"
+
+
+def record(pid: int = 100, host: str = HOST, at: datetime | None = NOW, stack: str = "c.ns.web"):  # type: ignore[no-untyped-def]
+    return LockRecord(stack=stack, key=f"{stack}/{pid}.json", pid=pid, hostname=host, timestamp=at)
+
+
+# -- the decision --------------------------------------------------------------------------------
+
+
+def test_a_lock_record_as_pulumi_writes_it() -> None:
+    # pkg/backend/diy/lock.go: Go's time.Time in JSON (nanoseconds, the zone's offset)
+    text = (
+        '{"pid":4242,"username":"root","hostname":"lb-reconciler-7d9f-x2",'
+        '"timestamp":"2026-11-24T13:00:01.123456789+01:00"}'
+    )
+    lock = parse_lock(text, stack="c.ns.web", key="k")
+    assert (lock.pid, lock.hostname, lock.username) == (4242, "lb-reconciler-7d9f-x2", "root")
+    assert lock.timestamp == datetime(2026, 11, 24, 12, 0, 1, 123456, tzinfo=UTC)
+    assert lock.readable
+    assert "root@lb-reconciler-7d9f-x2 (pid 4242)" in lock.describe()
+
+
+@pytest.mark.parametrize("text", ["", '{"pid": ', "[]", '{"hostname": "h"}', '{"pid": "x"}'])
+def test_an_unreadable_record_still_counts_as_a_lock(text: str) -> None:
+    lock = parse_lock(text, stack="c.ns.web", key="k")
+    assert not lock.readable
+    assert lock.describe() == "an unreadable lock record"
+
+
+def test_held_by_a_child_means_this_host_a_live_child_and_not_older_than_it() -> None:
+    children = {100: NOW - timedelta(seconds=30)}
+    assert held_by_children(record(), hostname=HOST, children=children)
+    assert not held_by_children(record(host="pod-b"), hostname=HOST, children=children)
+    assert not held_by_children(record(pid=101), hostname=HOST, children=children)
+    # written an hour before the child started: an earlier process had the PID
+    old = record(at=NOW - timedelta(hours=1))
+    assert not held_by_children(old, hostname=HOST, children=children)
+    # the child's start is known to the second: a record a moment "before" it is still its own
+    just = record(at=NOW - timedelta(seconds=31))
+    assert held_by_children(just, hostname=HOST, children=children)
+    assert held_by_children(record(at=None), hostname=HOST, children=children)
+
+
+def test_the_leader_takes_every_lock_its_children_do_not_hold() -> None:
+    mine = record(pid=100)
+    others = [
+        record(pid=7, host="pod-b"),  # the dead leader's
+        record(pid=100, host="pod-b"),  # same PID, another pod
+        record(pid=55),  # a process of this host that is no child of ours
+        LockRecord(stack="c.ns.web", key="torn"),  # unreadable
+    ]
+    stale = stale_for_leader([mine, *others], hostname=HOST, children={100: NOW})
+    assert stale == others
+
+
+def test_anyone_else_takes_only_a_dead_process_lock_of_this_host() -> None:
+    dead, live = record(pid=55), record(pid=56)
+    remote = record(pid=55, host="pod-b")
+    torn = LockRecord(stack="c.ns.web", key="torn")
+    assert stale_for_bystander([dead, live, remote, torn], hostname=HOST, alive={56}) == [dead]
+
+
+def test_which_stacks_are_the_cluster_s() -> None:
+    assert of_cluster("prod.ns.web", cluster_name="prod", tags=None)
+    assert not of_cluster("prod2.ns.web", cluster_name="prod", tags=None)
+    assert not of_cluster("staging.ns.web", cluster_name="prod", tags=None)
+    assert of_cluster("prod.ns.web", cluster_name="prod", tags={"lbr:cluster": "prod"})
+    # "a.b" and "a_b" name their stacks alike; the tag tells them apart
+    assert of_cluster("a_b.ns.web-0123456789", cluster_name="a.b", tags=None)
+    assert not of_cluster("a_b.ns.web", cluster_name="a.b", tags={"lbr:cluster": "a_b"})
+
+
+# -- on a file:// backend, with real processes -----------------------------------------------------
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A live child of this process that ``/proc`` shows as ``pulumi`` (Python under that
+    name, with no child of its own to leak), working on stack ``c.ns.web``."""
+    exe = tmp_path / "bin" / "pulumi"
+    exe.parent.mkdir()
+    exe.symlink_to(sys.executable)
+    child = subprocess.Popen([str(exe), "-c", "import time; time.sleep(120)", "c.ns.web"])
+    yield child
+    child.kill()
+    child.wait()
+
+
+def write_lock(backend: Path, stack: str, name: str, **owner: object) -> Path:
+    folder = backend / ".pulumi" / "locks" / "organization" / PROJECT / stack
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(owner))
+    (folder / f"{name}.json.attrs").write_text("{}")
+    return path
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def test_the_leader_keeps_its_child_s_lock_and_removes_the_rest(
+    tmp_path: Path, fake_pulumi: subprocess.Popen[bytes]
+) -> None:
+    url, host = tmp_path.as_uri(), socket.gethostname()
+    assert fake_pulumi.pid in pulumi_children()
+    child = write_lock(
+        tmp_path, "c.ns.web", "a", pid=fake_pulumi.pid, hostname=host, timestamp=now()
+    )
+    dead = write_lock(tmp_path, "c.ns.db", "b", pid=7, hostname="old-leader-pod", timestamp=now())
+    assert locked(url, "c.ns.web", leader=True) is True
+    assert locked(url, "c.ns.db", leader=True) is False
+    assert locked(url, "c.ns.db", leader=False) is True  # another host's: not provably stale
+
+    removed = clear_stale_locks(backend=url, leader=True, cluster_name="c")
+    assert [lock.stack for lock in removed] == ["c.ns.db"]
+    assert child.exists()
+    assert not dead.exists()
+    assert not dead.with_name("b.json.attrs").exists()  # as `pulumi cancel` leaves it
+
+    fake_pulumi.kill()
+    fake_pulumi.wait()
+    assert clear_stale_locks(backend=url, leader=True, stack_name="c.ns.web")
+    assert list_locks(url) == []
+
+
+def test_the_takeover_leaves_other_clusters_alone(tmp_path: Path) -> None:
+    url = tmp_path.as_uri()
+    write_lock(tmp_path, "c.ns.web", "a", pid=7, hostname="gone", timestamp=now())
+    theirs = write_lock(tmp_path, "other.ns.web", "b", pid=7, hostname="gone", timestamp=now())
+    tags = tmp_path / ".pulumi" / "stacks" / PROJECT
+    tags.mkdir(parents=True)
+    # named like ours, but tagged for another cluster
+    write_lock(tmp_path, "c.ns.api", "c", pid=7, hostname="gone", timestamp=now())
+    (tags / "c.ns.api.pulumi-tags").write_text(
+        json.dumps({"version": 1, "tags": {"lbr:cluster": "c_x"}})
+    )
+    removed = clear_stale_locks(backend=url, leader=True, cluster_name="c")
+    assert [lock.stack for lock in removed] == ["c.ns.web"]
+    assert theirs.exists()
+    assert len(list_locks(url) or []) == 2
+
+
+def test_a_bystander_removes_only_a_dead_process_lock_of_this_host(
+    tmp_path: Path, fake_pulumi: subprocess.Popen[bytes]
+) -> None:
+    url, host = tmp_path.as_uri(), socket.gethostname()
+    live = write_lock(tmp_path, "c.ns.web", "a", pid=fake_pulumi.pid, hostname=host)
+    remote = write_lock(tmp_path, "c.ns.web", "b", pid=fake_pulumi.pid, hostname="pod-b")
+    dead_pid = subprocess.Popen(["true"])
+    dead_pid.wait()
+    dead = write_lock(tmp_path, "c.ns.web", "c", pid=dead_pid.pid, hostname=host)
+    removed = clear_stale_locks(backend=url, leader=False, stack_name="c.ns.web")
+    assert [Path(lock.key).name for lock in removed] == ["c.json"]
+    assert live.exists()
+    assert remote.exists()
+    assert not dead.exists()
+    assert clear_stale_locks(backend="s3://bucket", leader=True) == []
+    assert list_locks("s3://bucket") is None
+
+
+# -- a running operation when the Lease is lost -------------------------------------------------
+
+
+def test_a_lost_lease_kills_the_running_pulumi_at_once(tmp_path: Path) -> None:
+    """No SIGINT and grace (a cancelling `pulumi` may outlast the time before a new leader
+    starts): SIGKILL, whatever the child does with SIGINT."""
+    exe = tmp_path / "pulumi"
+    exe.symlink_to("/bin/sh")
+    marker = tmp_path / "got-sigint"
+    script = f'trap "touch {marker}" INT; while :; do sleep 0.05; done'
+    child = subprocess.Popen([str(exe), "-c", script, "pulumi", "c.ns.web"])
+    leading = threading.Event()
+    leading.set()
+    threading.Timer(0.3, leading.clear).start()
+    try:
+        with pytest.raises(NotLeaderError, match="no longer holds the Lease"):
+            run_with_deadline(
+                child.wait,
+                stack_name="c.ns.web",
+                doing="up",
+                timeout=600,
+                grace=5,  # a SIGINT first would be seen (the marker) and waited for
+                on_error=lambda exc: exc,
+                cancel=threading.Event(),
+                leading=leading.is_set,
+            )
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert not marker.exists()
