@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from stacks.vocabulary import PROJECT
 from tests.e2e import test_controller_process as proc
 from tests.e2e.controller_process import PASSPHRASE, ControllerProcess
 from tests.e2e.test_controller_process import FAST_LEASE, Cluster, eventually, lease_holder
@@ -65,14 +66,16 @@ def history(c: Cluster, stack: str) -> list[dict[str, Any]]:
     env = {**os.environ, **c.toolchain.env()}
     env["PULUMI_BACKEND_URL"] = (c.setup.state_dir / "backend").absolute().as_uri()
     env["PULUMI_CONFIG_PASSPHRASE"] = PASSPHRASE
+    qualified = f"organization/{PROJECT}/{stack}"  # no project file needed
     done = subprocess.run(
-        [str(c.toolchain.path("pulumi")), "stack", "history", "--json", "--stack", stack],
+        [str(c.toolchain.path("pulumi")), "stack", "history", "--json", "--stack", qualified],
         capture_output=True,
         text=True,
         env=env,
         cwd=c.setup.state_dir,
-        check=True,
+        check=False,
     )
+    assert done.returncode == 0, done.stderr
     entries: list[dict[str, Any]] = json.loads(done.stdout or "[]")
     return entries
 
