@@ -210,7 +210,10 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="work folders, and the file:// backend unless --backend-url (default: %(default)s)",
     )
     p.add_argument(
-        "--backend-url", default="", metavar="URL", help="Pulumi state backend (file://, s3://)"
+        "--backend-url",
+        default="",
+        metavar="URL",
+        help="Pulumi state backend: file://, postgres://, s3:// (docs/operations.md)",
     )
     p.add_argument(
         "--cluster-name",
@@ -309,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # the user's side: each command's module adds its own parser
     from reconciler.cli import adopt as cmd_adopt
+    from reconciler.cli import backend as cmd_backend
     from reconciler.cli import preview as cmd_preview
     from reconciler.cli import stacks as cmd_stacks
     from reconciler.cli import sweep as cmd_sweep
@@ -317,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sweep.register(sub)
     cmd_adopt.register(sub)
     cmd_preview.register(sub)
+    cmd_backend.register(sub)
     return parser
 
 

@@ -28,7 +28,8 @@ from reconciler.engine.recovery import (
     run_with_deadline,
 )
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
-from reconciler.engine.tags import StackTags, stack_exists
+from reconciler.engine.state_store import BucketError
+from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
 from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
@@ -67,14 +68,18 @@ class StackHandle:
     def open_stack(self, *, create: bool) -> auto.Stack | None:
         """Select the stack (None when there is none), or with ``create`` select or create it;
         :attr:`created` says whether it was just created."""
-        backend = self.engine.settings.backend
-        exists = stack_exists(backend, self.name)  # None: not a file:// backend, ask the CLI
-        self.created = False
-        if exists is False and not create:
-            return None
+        try:
+            store = self.engine.store
+            # None: a backend the store does not read, ask the CLI
+            exists = store.stack_exists(self.name) if store is not None else None
+            self.created = False
+            if exists is False and not create:
+                return None
+            clear_stale_locks(store=store, stack_name=self.name)
+            repair_torn_sidecars(store=store, stack_name=self.name)
+        except BucketError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
         opts = self._workspace_options()
-        clear_stale_locks(backend=backend, stack_name=self.name)
-        repair_torn_sidecars(backend=backend, stack_name=self.name)
         args: dict[str, Any] = {
             "stack_name": self.name,
             "project_name": PROJECT,
@@ -130,7 +135,7 @@ class StackHandle:
         return applied_spec_from(outputs)
 
     def tags_of(self, stack: auto.Stack) -> StackTags:
-        return StackTags(backend=self.engine.settings.backend, stack_name=self.name, stack=stack)
+        return StackTags(store=self.engine.store, stack_name=self.name, stack=stack)
 
     def wanted_tags(self) -> dict[str, str]:
         ref, s = self.service, self.engine.settings

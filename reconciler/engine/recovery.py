@@ -5,9 +5,10 @@ an earlier, interrupted operation may have left, and it runs each operation unde
 :func:`run_with_deadline`. The decisions (which pending operations to import, which are
 idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module does the effects.
 
-* **Stale locks** (:func:`clear_stale_locks`, ``file://`` backends only): a lock file under
-  ``.pulumi/locks/`` whose process no longer exists *on this host* is removed. Locks of other
-  hosts, and of other backends (which expire or are released by their own means), are left alone.
+* **Stale locks** (:func:`clear_stale_locks`, every DIY backend: ``file://``, ``s3://``,
+  ``postgres://``): a lock whose process no longer exists *on this host* is removed
+  (:func:`lock_is_stale`). Locks of other hosts are left alone. The locks are listed and removed
+  through :mod:`reconciler.engine.state_store`, the one module that knows where they are.
 * **Pending creates** (:func:`recover_pending`): a ``pulumi`` killed during ``up`` leaves
   ``pending_operations`` in the state. Each pending create of a named object (load balancer,
   listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
@@ -28,7 +29,6 @@ idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module doe
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -38,14 +38,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
-from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
 from reconciler.engine.errors import InterruptedOperationError, UpTimeoutError
 from reconciler.engine.lost import PendingCreate, pending_creates, resolve
 from reconciler.engine.openstack import OpenStackRest
-from stacks.vocabulary import PROJECT, logical_name, object_kind
+from reconciler.engine.state_store import LockRecord, StateStore
+from stacks.vocabulary import logical_name, object_kind
 
 __all__ = [
     "Recovered",
@@ -53,8 +53,9 @@ __all__ = [
     "children_running",
     "clear_stale_locks",
     "descendants",
-    "lock_dir",
+    "lock_is_stale",
     "recover_pending",
+    "repair_torn_sidecars",
     "run_with_deadline",
 ]
 
@@ -65,56 +66,31 @@ T = TypeVar("T")
 # --- stale locks ------------------------------------------------------------------------------
 
 
-def lock_dir(*, backend: str, stack_name: str) -> Path | None:
-    """Where a ``file://`` backend keeps the locks of a stack; None for other backends."""
-    if not backend.startswith("file://"):
-        return None
-    root = Path(unquote(urlsplit(backend).path))
-    return root / ".pulumi" / "locks" / "organization" / PROJECT / stack_name
+def lock_is_stale(lock: LockRecord, *, hostname: str) -> bool:
+    """Whether a lock is provably stale: this host's, and its process is gone. A lock of another
+    host, or one that cannot be read (being written), is not."""
+    return lock.readable and lock.hostname == hostname and not alive(lock.pid or 0)
 
 
-def clear_stale_locks(*, backend: str, stack_name: str) -> None:
-    """Remove file-backend locks whose owner process (on this host) is gone."""
-    folder = lock_dir(backend=backend, stack_name=stack_name)
-    if folder is None or not folder.is_dir():
-        return
-    for lock in folder.glob("*.json"):
-        try:
-            owner = json.loads(lock.read_text())
-        except (OSError, ValueError):
-            continue
-        same_host = owner.get("hostname") == socket.gethostname()
-        if same_host and not alive(int(owner.get("pid") or 0)):
-            log.warning("removing stale lock of stack %s (pid %s)", stack_name, owner["pid"])
-            lock.unlink(missing_ok=True)
-
-
-def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
-    """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return what was removed.
-
-    The blob library behind ``file://`` backends writes each object atomically (temp file and
-    rename) but its ``<object>.attrs`` sidecar in place, so a ``pulumi`` killed at the wrong
-    moment leaves an empty or half-written sidecar, and every later command on the stack fails
-    with ``failed to load checkpoint: EOF``. A missing sidecar is valid (no attributes), so a torn
-    one is removed. Skipped while a lock is held: a live writer may be mid-write.
-    """
-    if not backend.startswith("file://"):
+def clear_stale_locks(*, store: StateStore | None, stack_name: str) -> list[LockRecord]:
+    """Remove the stack's stale locks (:func:`lock_is_stale`) on any DIY backend; return them.
+    Nothing to do without a store (a backend the CLI alone reads)."""
+    if store is None:
         return []
-    locks = lock_dir(backend=backend, stack_name=stack_name)
-    if locks is not None and locks.is_dir() and any(locks.glob("*.json")):
-        return []
-    folder = Path(unquote(urlsplit(backend).path)) / ".pulumi" / "stacks" / PROJECT
     removed = []
-    for sidecar in folder.glob(f"{stack_name}.*.attrs"):
-        try:
-            json.loads(sidecar.read_text())
-        except ValueError:
-            log.warning("removing torn sidecar %s of stack %s", sidecar.name, stack_name)
-            sidecar.unlink(missing_ok=True)
-            removed.append(sidecar)
-        except OSError:
-            continue
+    host = socket.gethostname()
+    for lock in store.list_locks(stack_name):
+        if lock_is_stale(lock, hostname=host):
+            log.warning("removing stale lock of stack %s (pid %s)", stack_name, lock.pid)
+            store.delete_lock(lock.key)
+            removed.append(lock)
     return removed
+
+
+def repair_torn_sidecars(*, store: StateStore | None, stack_name: str) -> list[str]:
+    """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return their names
+    (:meth:`~reconciler.engine.state_store.StateStore.repair_torn_sidecars`)."""
+    return store.repair_torn_sidecars(stack_name) if store is not None else []
 
 
 # --- pending operations -----------------------------------------------------------------------

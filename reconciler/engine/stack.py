@@ -25,16 +25,17 @@ recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
   any error text.
 * **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
   hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
-  ``file://`` backend that skip runs no ``pulumi`` at all: the tags file says the spec is applied
-  and holds the outputs the controller reports (:func:`reconciler.engine.plan.outputs_from_tags`).
+  DIY backend (``file://``, ``s3://``, ``postgres://``) that skip runs no ``pulumi`` at all: the
+  stack's tags object says the spec is applied and holds the outputs the controller reports
+  (:func:`reconciler.engine.plan.outputs_from_tags`), read through :mod:`.state_store`.
 * **Few CLI starts**: each ``pulumi`` command costs about 0.45 s of start-up before it works, so
-  the engine runs as few as it can: a ``file://`` backend's tags are read and written as one file
+  the engine runs as few as it can: a DIY backend's tags are read and written as one object
   (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
   it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
   and a secret the process already wrote is not written again.
-* **Crash safety**, before every operation: a ``file://`` backend lock whose process is gone (same
-  host) is removed; pending creates left by a killed ``up`` are looked up in the cloud by name and
-  imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
+* **Crash safety**, before every operation: a lock whose process is gone (same host) is removed,
+  on every DIY backend; pending creates left by a killed ``up`` are looked up in the cloud by name
+  and imported into the stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
   An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
   called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
   ``interrupt_grace``; the next operation recovers.
@@ -81,7 +82,8 @@ from reconciler.engine.stack_spec import (
     stale_create_only_tags,
     unprotect_before_up,
 )
-from reconciler.engine.tags import StackTags, file_tags, stack_exists
+from reconciler.engine.state_store import BucketError
+from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -144,7 +146,7 @@ class ServiceStack(StackHandle):
         assert stack is not None
         tags = self.tags_of(stack)
         current = tags.read()
-        # Never tagged: made just now (a backend other than file:// cannot say otherwise cheaply)
+        # Never tagged: made just now (a backend without a store cannot say otherwise cheaply)
         # or by an ensure that stopped before its first up; either way nothing is in the state.
         fresh = self.created or not current
         if fresh and not imports:
@@ -220,13 +222,15 @@ class ServiceStack(StackHandle):
         return tags.apply(current, put=create_only_tags(applied, outputs))
 
     def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
-        """The skip of :meth:`ensure` without running ``pulumi``: a ``file://`` backend's tags
-        file says ``spec`` is applied and holds the outputs. None: ask the stack."""
-        backend = self.engine.settings.backend
-        tags = file_tags(backend, self.name)
-        if tags is None or not stack_exists(backend, self.name):
+        """The skip of :meth:`ensure` without running ``pulumi``: the stack's tags object
+        (:mod:`.state_store`) says ``spec`` is applied and holds the outputs. None: ask the
+        stack (also when the backend cannot be read now: the stack's steps report that)."""
+        try:
+            store = self.engine.store
+            tags = store.tags(self.name) if store is not None else None
+        except BucketError:
             return None
-        if any(tags.get(key) != value for key, value in self.wanted_tags().items()):
+        if not tags or any(tags.get(key) != value for key, value in self.wanted_tags().items()):
             return None
         if create_only_record(tags) is None:
             return None  # record it first (ensure)
@@ -234,6 +238,11 @@ class ServiceStack(StackHandle):
         digest = wanted.spec.spec_hash()
         outputs = outputs_from_tags(tags)
         if outputs is None or not should_skip(tags=tags, spec_hash=digest):
+            return None
+        try:
+            if store is None or not store.stack_exists(self.name):
+                return None
+        except BucketError:
             return None
         return EnsureResult(changed=False, spec_hash=digest, outputs=outputs, frozen=wanted.frozen)
 

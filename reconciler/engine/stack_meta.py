@@ -14,11 +14,11 @@ the stacks of this cluster. The decisions and the parsing are pure, in
   :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
 * **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
   --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
-  not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
-  files (the CLI keeps them there, ``{"version": 1, "tags": {...}}``) and its locks from
-  ``.pulumi/locks/``: microseconds a stack. For any other backend, or a tags file in a format this
-  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight at
-  a time). Nothing opens a stack or reads its state.
+  not print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags
+  and every lock are then read through :mod:`reconciler.engine.state_store` in one go (a folder
+  walk, one S3 listing and parallel reads, or one query). For any other backend, or a tags object
+  in a format this code does not know, ``pulumi stack tag ls --json`` is run per stack (about
+  0.35 s each, eight at a time). Nothing opens a stack or reads its state.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.recovery import alive, lock_dir
-from reconciler.engine.tags import file_tags
+from reconciler.engine.recovery import lock_is_stale
+from reconciler.engine.state_store import BucketError, LockRecord
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -271,10 +271,13 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         listings = parse_stack_ls(done.stdout)
     except ValueError as exc:
         raise engine.error(exc, stack="", doing="listing", subject=subject) from None
-    backend = settings.backend
-    tags: dict[str, dict[str, str] | None] = {
-        item.name: file_tags(backend, item.name) for item in listings
-    }
+    try:
+        store = engine.store
+        stored = store.all_tags() if store is not None else {}
+        locks = store.all_locks() if store is not None else None
+    except BucketError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    tags: dict[str, dict[str, str] | None] = {item.name: stored.get(item.name) for item in listings}
     missing = [item for item in listings if tags[item.name] is None]
     if missing:
         with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
@@ -287,7 +290,8 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         found = tags[item.name]
         if found is None:
             continue
-        info = stack_info(item, found, cluster_name=cluster, locked=_locked(backend, item.name))
+        locked = _locked(locks.get(item.name, [])) if locks is not None else None
+        info = stack_info(item, found, cluster_name=cluster, locked=locked)
         if info is None:
             log.warning("stack %s lacks its namespace or name tag; left out", item.name)
             continue
@@ -336,31 +340,8 @@ def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | Non
     return {str(k): str(v) for k, v in raw.items()}
 
 
-def _locked(backend: str, name: str) -> bool | None:
-    """Whether a ``file://`` backend holds a lock on the stack that is not provably stale (a
-    lock of this host whose process is gone is stale: the next operation removes it). None for
-    other backends."""
-    folder = lock_dir(backend=backend, stack_name=name)
-    if folder is None:
-        return None
-    try:
-        locks = list(folder.glob("*.json"))
-    except OSError:
-        return False
+def _locked(locks: Sequence[LockRecord]) -> bool:
+    """Whether any of a stack's locks is not provably stale (a lock of this host whose process
+    is gone is stale: the next operation removes it)."""
     host = socket.gethostname()
-    for lock in locks:
-        try:
-            owner = json.loads(lock.read_text())
-        except FileNotFoundError:
-            continue  # released meanwhile
-        except (OSError, ValueError):
-            return True  # being written: someone is taking it
-        if not isinstance(owner, Mapping):
-            return True
-        try:
-            pid = int(owner.get("pid") or 0)
-        except (TypeError, ValueError):
-            pid = 0
-        if owner.get("hostname") != host or alive(pid):
-            return True
-    return False
+    return any(not lock_is_stale(lock, hostname=host) for lock in locks)
