@@ -20,7 +20,7 @@ from reconciler.engine.errors import EngineError, engine_error
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
-from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.state_store import StateStore, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
@@ -100,6 +100,8 @@ class EngineContext:
 
     def env(self) -> dict[str, str]:
         env = self.settings.toolchain.env()
+        for key, value in cli_settings(self.settings.backend).items():
+            env.setdefault(key, value)  # the user's own setting wins
         env.update(self.settings.extra_env)
         env["PULUMI_BACKEND_URL"] = self.settings.backend
         env["PULUMI_CONFIG_PASSPHRASE"] = self.settings.passphrase.reveal()

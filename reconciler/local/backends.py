@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
 
+from reconciler.engine.state_store import cli_settings
 from reconciler.local.plane import free_port, tail_of
 from reconciler.local.toolchain import Toolchain, find_toolchain
 
@@ -331,8 +332,9 @@ def _start_postgres(folder: Path, port: int, *, durable: bool, timeout: float) -
     for key, value in settings.items():
         argv += ["-c", f"{key}={value}"]
     proc = _spawn(argv, log)
+    env = cli_settings("postgres://")  # the CLI needs it to list more than a few stacks
     server = BackendServer(
-        kind="postgres", folder=folder, port=port, env={}, log=log, started_in=0.0
+        kind="postgres", folder=folder, port=port, env=env, log=log, started_in=0.0
     )
     server._proc, server._password = proc, password
 

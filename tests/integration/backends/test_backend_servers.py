@@ -98,7 +98,8 @@ def _serve(tmp_path: Path, kind: str) -> tuple[subprocess.Popen[str], dict[str, 
     )
     exports: dict[str, str] = {}
     assert proc.stdout is not None
-    while "PULUMI_BACKEND_URL" not in exports or (kind == "s3" and len(exports) < 3):
+    # postgres: the URL and PULUMI_DIY_BACKEND_PARALLEL; s3: the URL and the two AWS keys
+    while len(exports) < {"postgres": 2, "s3": 3}[kind]:
         line = proc.stdout.readline()  # the server prints its lines within seconds, or exits
         assert line, f"backend serve exited with {proc.wait()}"
         name, _, value = line.strip().removeprefix("export ").partition("=")

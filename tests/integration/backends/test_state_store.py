@@ -27,7 +27,7 @@ from reconciler.engine.recovery import (
     lock_is_stale,
     send_signal,
 )
-from reconciler.engine.state_store import BucketError, open_state_store
+from reconciler.engine.state_store import BucketError, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers
@@ -38,6 +38,7 @@ PASSPHRASE = "store-test-passphrase"
 def cli_env(toolchain: Toolchain, backend: Backend) -> dict[str, str]:
     return {
         **toolchain.env(),
+        **cli_settings(backend.url),
         **backend.cli_env(),
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         "PULUMI_SKIP_UPDATE_CHECK": "true",
@@ -281,3 +282,23 @@ def test_a_backend_that_cannot_be_reached_says_so(backend_servers: BackendServer
     password = server.url("lbr").split("@")[0].split(":")[-1]
     assert "****" in store.url
     assert password not in store.url
+
+
+def test_the_cli_lists_many_stacks_of_a_postgres_backend(
+    toolchain: Toolchain, backend_servers: BackendServers, tmp_path: Path
+) -> None:
+    """pulumi v3.259's DIY PostgreSQL driver lists stacks with 10 workers that each hold a
+    connection and wait for another, from a pool of 2 x GOMAXPROCS: on 2 cores `stack ls` of more
+    than 3 stacks waits for ever. With one worker (``cli_settings``, which the engine and
+    ``backend serve`` set) it lists them all."""
+    server = backend_servers.server("postgres")
+    backend = Backend("postgres", server.new_backend("many"), {}, server)
+    assert cli_settings(backend.url) == {"PULUMI_DIY_BACKEND_PARALLEL": "1"}
+    where = project(tmp_path)
+    names = [f"c.ns.s{i:02}" for i in range(12)]
+    for name in names:
+        pulumi(toolchain, backend, where, "stack", "init", name)
+    listed = json.loads(pulumi(toolchain, backend, where, "stack", "ls", "--json").stdout)
+    assert sorted(s["name"] for s in listed) == names
+    assert sorted(backend.store().all_tags()) == []  # no tags set: no tags objects
+    assert len([o for o in backend.store().objects() if o.key.endswith(".json")]) == 12
