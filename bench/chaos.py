@@ -440,7 +440,7 @@ class Chaos:
             cluster=CLUSTER,
             events=events,
             log_text=log_text,
-            backend=self.env.demo.state / "backend",
+            backend=(self.env.demo.state / "backend").absolute().as_uri(),
             resources=resources,
         )
         for v in found:

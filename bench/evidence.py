@@ -10,16 +10,15 @@ the cause can be found from the CI log alone. Reading only, nothing here changes
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from reconciler.engine.plan import stack_name
+from reconciler.engine.state_store import open_state_store
 from reconciler.model import naming
-from stacks.vocabulary import PROJECT, logical_name
+from stacks.vocabulary import logical_name
 
 __all__ = ["collect", "log_lines", "objects_of", "orphan", "orphan_key", "stack_lines"]
 
@@ -70,30 +69,18 @@ def objects_of(resources: Mapping[str, Sequence[Mapping[str, Any]]], lb_name: st
     return out
 
 
-def _checkpoint(backend: Path, stack: str) -> dict[str, Any] | None:
-    folder = backend / ".pulumi" / "stacks" / PROJECT
-    plain, packed = folder / f"{stack}.json", folder / f"{stack}.json.gz"
-    if plain.exists():
-        text = plain.read_text()
-    elif packed.exists():
-        text = gzip.decompress(packed.read_bytes()).decode()
-    else:
-        return None
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
-
-
 def collect(
     *,
     services: Iterable[str],
     cluster: str,
     events: Sequence[Mapping[str, Any]],
     log_text: str,
-    backend: Path,
+    backend: str,
     resources: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> dict[str, list[str]]:
     """The evidence for each Service (``namespace/name``)."""
     out: dict[str, list[str]] = {}
+    store = open_state_store(backend)
     for key in sorted(set(services)):
         namespace, _, name = key.partition("/")
         lines = [
@@ -104,7 +91,7 @@ def collect(
             and (e.get("involvedObject") or {}).get("namespace") == namespace
         ][-10:]
         stack = stack_name(cluster_name=cluster, namespace=namespace, name=name)
-        checkpoint = _checkpoint(backend, stack)
+        checkpoint = store.checkpoint(stack) if store is not None else None
         lines += stack_lines(checkpoint) if checkpoint is not None else ["state: no checkpoint"]
         lb_name = naming.lb_name(cluster_name=cluster, namespace=namespace, name=name)
         lines += objects_of(resources, lb_name)

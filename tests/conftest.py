@@ -16,6 +16,7 @@ import pytest
 
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain, find_toolchain
+from tests.backends import BACKEND_KINDS, Backend, BackendServers
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +44,22 @@ def control_plane(
     folder: Path = tmp_path_factory.mktemp("plane")
     with LocalControlPlane.start(toolchain=toolchain, folder=folder) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def backend_servers(
+    toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BackendServers]:
+    """The session's PostgreSQL and MinIO servers (:mod:`tests.backends`), each started when a
+    test first needs it, stopped at the end."""
+    servers = BackendServers(folder=tmp_path_factory.mktemp("backends"), toolchain=toolchain)
+    yield servers
+    servers.stop()
+
+
+@pytest.fixture(params=BACKEND_KINDS)
+def backend(
+    request: pytest.FixtureRequest, backend_servers: BackendServers, tmp_path: Path
+) -> Backend:
+    """An empty state backend of the test's own, one run per kind: file, postgres, s3."""
+    return backend_servers.backend(str(request.param), folder=tmp_path)

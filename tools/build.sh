@@ -5,6 +5,7 @@
 #   pulumi-resource-openstack  the OpenStack plugin       (tools/openstack)
 #   etcd                       for the local control plane (tools/etcd)
 #   kube-apiserver, kubectl    for the local control plane (tools/kube)
+#   minio                      an S3-compatible server for the s3:// state backend (tools/minio)
 #
 # Each tool is cached under $LBR_TOOLS_CACHE/<tool>-<version>-<hash of its Go module>/ so a change
 # to one tool rebuilds only that tool, and a warm run costs seconds. A matching binary already on
@@ -26,6 +27,9 @@ PULUMI_VERSION=3.259.0          # = the `pulumi` pin in pyproject.toml
 OPENSTACK_PLUGIN_VERSION=5.5.1  # = the `pulumi-openstack` pin in pyproject.toml
 ETCD_VERSION=3.6.16
 KUBE_VERSION=1.36.3
+# (pins above are part of every tool's cache key; pins below only of their own tool's)
+MINIO_COMMIT=7aac2a2c5b7c       # = the pseudo-version in tools/minio/go.mod (no semver tags exist)
+MINIO_DATE=2026-02-12T20:18:48Z # its commit time, which MinIO reports as its version
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${LBR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lb-reconciler/tools}
@@ -168,6 +172,23 @@ build_kube() {
   echo "$d/bin/kube-apiserver"; echo "$d/bin/kubectl"
 }
 
+build_minio() {
+  local p
+  if p=$(ambient minio "$MINIO_COMMIT" minio --version); then echo "$p"; return; fi
+  local d="$cache/minio-$MINIO_COMMIT-$(key "$here/minio")"
+  if [ ! -x "$d/bin/minio" ]; then
+    log "building minio ($MINIO_COMMIT; cold: ten minutes or more)"
+    begin "$d"
+    local tag="DEVELOPMENT.${MINIO_DATE//:/-}" ld="-s -w"
+    ld="$ld -X github.com/minio/minio/cmd.Version=$MINIO_DATE -X github.com/minio/minio/cmd.ReleaseTag=$tag"
+    ld="$ld -X github.com/minio/minio/cmd.CommitID=$MINIO_COMMIT -X github.com/minio/minio/cmd.ShortCommitID=$MINIO_COMMIT"
+    ld="$ld -X github.com/minio/minio/cmd.CopyrightYear=${MINIO_DATE%%-*}"
+    (cd "$here/minio" && timed "minio" go build -trimpath -ldflags "$ld" -o "$d.tmp/bin/minio" github.com/minio/minio)
+    commit "$d"
+  fi
+  echo "$d/bin/minio"
+}
+
 mkdir -p "$cache"
 start=$SECONDS
 bins=()
@@ -175,6 +196,7 @@ if p=$(ambient pulumi "v$PULUMI_VERSION" pulumi version); then bins+=("$p"); els
 bins+=("$(build_openstack)")
 bins+=("$(build_etcd)")
 while read -r b; do bins+=("$b"); done < <(build_kube)
+bins+=("$(build_minio)")
 
 # One folder to put on PATH: links to each tool, keyed by what they are.
 binkey=$(printf '%s\n' "${bins[@]}" | sha256sum | cut -c1-12)

@@ -7,7 +7,8 @@
   Services, from manifest files; pure), :mod:`.preview_report` (pure);
 * ``adopt``: :mod:`.adopt` (the command), :mod:`.adopt_report` (pure);
 * ``stacks``: :mod:`.stacks` (the command), :mod:`.stacks_report` (pure);
-* ``sweep``: :mod:`.sweep` (the command), :mod:`.sweep_plan` (what is orphaned; pure).
+* ``sweep``: :mod:`.sweep` (the command), :mod:`.sweep_plan` (what is orphaned; pure);
+* ``backend serve``: :mod:`.backend` (a local PostgreSQL or S3 state backend).
 
 May import every other package; nothing imports this one.
 """

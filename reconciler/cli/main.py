@@ -356,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # the user's side: each command's module adds its own parser
     from reconciler.cli import adopt as cmd_adopt
+    from reconciler.cli import backend as cmd_backend
     from reconciler.cli import preview as cmd_preview
     from reconciler.cli import stacks as cmd_stacks
     from reconciler.cli import sweep as cmd_sweep
@@ -364,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sweep.register(sub)
     cmd_adopt.register(sub)
     cmd_preview.register(sub)
+    cmd_backend.register(sub)
     return parser
 
 

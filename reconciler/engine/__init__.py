@@ -32,6 +32,10 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   resource) and :mod:`.adopt_preview` (whether the import's preview may be applied);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
+* :mod:`.state_store`: the one module that knows Pulumi's private DIY backend layout (stacks,
+  tags, locks, for ``file://``, ``s3://`` and ``postgres://`` alike); the objects it reads are
+  reached through :mod:`.state_buckets` (what every bucket shares, and ``file://``),
+  :mod:`.state_s3` and :mod:`.state_postgres`;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
   naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed
   run's output says (the cloud's answers, the error lines, the message a user reads; pure);

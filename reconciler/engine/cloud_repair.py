@@ -19,14 +19,25 @@ import logging
 import re
 import threading
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from reconciler.engine.adopt import resources_of
 from reconciler.engine.cloud_delete import attempts
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
 from stacks.vocabulary import HEALTHMONITORS, LISTENERS, POOLS
 
-__all__ = ["errored_children", "is_errored_child_failure", "repair_errored_children"]
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+
+    from reconciler.engine.handle import StackHandle
+
+__all__ = [
+    "errored_children",
+    "is_errored_child_failure",
+    "repair_errored_children",
+    "repaired_for_retry",
+]
 
 log = logging.getLogger("reconciler.engine.stack")
 
@@ -112,3 +123,27 @@ def repair_errored_children(
             if lb is None or lb.get("provisioning_status") in (ACTIVE, ERROR):
                 break
     return children
+
+
+def repaired_for_retry(
+    handle: StackHandle, stack: auto.Stack, lb_id: str | None, error: BaseException
+) -> bool:
+    """After an ``up`` of ``handle``'s stack that failed on one of its objects left in
+    ``ERROR`` (under load balancer ``lb_id``): whether such objects were sent an update that
+    changes nothing, so that the ``up`` can run again."""
+    if not lb_id or not is_errored_child_failure(error):
+        return False
+    own = set(resources_of(stack.export_stack().deployment or {}).values())
+    engine = handle.engine
+    engine.fence("repairing objects in ERROR", stack=handle.name)
+    settings = engine.settings
+    return bool(
+        repair_errored_children(
+            engine.rest(),
+            lb_id,
+            own=own,
+            stack_name=handle.name,
+            timeout=settings.operation_timeout,
+            cancelled=engine.cancelled,
+        )
+    )

@@ -34,6 +34,7 @@ from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
+from reconciler.engine.state_store import StateStore, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
@@ -120,6 +121,32 @@ class EngineContext:
         self.lb_locks = LoadBalancerLocks()
         self._rest: OpenStackRest | None = None
         self._rest_lock = threading.Lock()
+        self._store: StateStore | None = None
+        self._store_lock = threading.Lock()
+
+    @property
+    def store(self) -> StateStore | None:
+        """The backend's objects (:mod:`.state_store`): stacks, tags and locks read and written
+        without a CLI start; None for a backend that is not a DIY bucket this code reads
+        (Pulumi Cloud, ``gs://``, ``azblob://``): ask the CLI. Opened on first use, after
+        checking the backend's layout once; raises
+        :class:`~reconciler.engine.state_store.BucketError` when the backend cannot be read
+        (retried at the next use)."""
+        with self._store_lock:
+            if self._store is None:
+                store = open_state_store(self.settings.backend, env=self.env())
+                if store is None:
+                    return None
+                store.check_layout()
+                self._store = store
+            return self._store
+
+    def close(self) -> None:
+        """Close the backend connection (a ``postgres://`` backend's), if one was opened."""
+        with self._store_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     def cancel(self) -> None:
         """Interrupt the running stack operations and refuse new ones (the process stops):
@@ -145,6 +172,8 @@ class EngineContext:
 
     def env(self) -> dict[str, str]:
         env = self.settings.toolchain.env()
+        for key, value in cli_settings(self.settings.backend).items():
+            env.setdefault(key, value)  # the user's own setting wins
         env.update(self.settings.extra_env)
         env["PULUMI_BACKEND_URL"] = self.settings.backend
         env["PULUMI_CONFIG_PASSPHRASE"] = self.settings.passphrase.reveal()

@@ -24,7 +24,8 @@ from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, run_with_deadline
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
-from reconciler.engine.tags import StackTags, stack_exists
+from reconciler.engine.state_store import BucketError
+from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
 from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
@@ -66,15 +67,19 @@ class StackHandle:
         controller that no longer leads is refused (:meth:`EngineContext.fence`), and the
         stack's stale locks are cleared (:mod:`.lock_plan`: every lock not held by this
         leader's own ``pulumi`` children; for anyone else, only a dead process's of this host)."""
-        backend = self.engine.settings.backend
         self.engine.fence("opening", stack=self.name)
-        exists = stack_exists(backend, self.name)  # None: not a file:// backend, ask the CLI
-        self.created = False
-        if exists is False and not create:
-            return None
+        try:
+            store = self.engine.store
+            # None: a backend the store does not read, ask the CLI
+            exists = store.stack_exists(self.name) if store is not None else None
+            self.created = False
+            if exists is False and not create:
+                return None
+            clear_stale_locks(store=store, stack_name=self.name, leader=self.engine.is_leader())
+            repair_torn_sidecars(store=store, stack_name=self.name)
+        except BucketError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
         opts = self._workspace_options()
-        clear_stale_locks(backend=backend, stack_name=self.name, leader=self.engine.is_leader())
-        repair_torn_sidecars(backend=backend, stack_name=self.name)
         args: dict[str, Any] = {
             "stack_name": self.name,
             "project_name": PROJECT,
@@ -131,7 +136,7 @@ class StackHandle:
 
     def tags_of(self, stack: auto.Stack) -> StackTags:
         return StackTags(
-            backend=self.engine.settings.backend,
+            store=self.engine.store,
             stack_name=self.name,
             stack=stack,
             before_write=lambda: self.engine.fence("writing tags", stack=self.name),

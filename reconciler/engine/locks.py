@@ -1,14 +1,11 @@
 """Stack locks on the backend: listing them, and removing the stale ones.
 
 Which locks are stale is :mod:`.lock_plan`'s decision (the leader's rule, or a bystander's);
-this module reads what it decides over (the lock records, this process's live ``pulumi``
-children, the stacks' tags) and removes what it names, with a warning each.
-
-Two small functions know where the locks are, :func:`list_locks` and :func:`remove_lock`:
-Pulumi's DIY layout on a ``file://`` backend,
-``<backend>/.pulumi/locks/organization/<project>/<stack>/<lock id>.json`` (and the blob
-library's ``.attrs`` sidecar beside it), the paths ``pulumi cancel`` deletes. For other backends
-they list nothing yet (None), and nothing is removed.
+this module reads what it decides over (the lock records through
+:mod:`reconciler.engine.state_store`, the one module that knows where they are, on every DIY
+backend: ``file://``, ``s3://``, ``postgres://``; this process's live ``pulumi`` children; the
+stacks' tags) and removes what it names, with a warning each, as ``pulumi cancel`` would. A
+backend the store does not read (Pulumi Cloud, ``gs://``) lists nothing here: None.
 
 * :func:`clear_stale_locks` with ``stack_name``: before each operation of that stack
   (:meth:`reconciler.engine.handle.StackHandle.open_stack`); without: at takeover, every lock of
@@ -21,74 +18,35 @@ from __future__ import annotations
 
 import logging
 import socket
-from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from collections.abc import Sequence
 
 from reconciler.engine.lock_plan import (
     LockRecord,
     of_cluster,
-    parse_lock,
     stale_for_bystander,
     stale_for_leader,
 )
 from reconciler.engine.processes import alive, pulumi_children
-from reconciler.engine.tags import file_tags
-from stacks.vocabulary import PROJECT
+from reconciler.engine.state_store import StateStore
 
-__all__ = ["clear_stale_locks", "list_locks", "lock_dir", "locked", "remove_lock"]
+__all__ = ["clear_stale_locks", "list_locks", "locked"]
 
 log = logging.getLogger("reconciler.engine.stack")
 
 
-def _locks_root(backend: str) -> Path | None:
-    if not backend.startswith("file://"):
-        return None
-    return Path(unquote(urlsplit(backend).path)) / ".pulumi" / "locks" / "organization" / PROJECT
-
-
-def lock_dir(*, backend: str, stack_name: str) -> Path | None:
-    """Where a ``file://`` backend keeps the locks of a stack; None for other backends."""
-    root = _locks_root(backend)
-    return None if root is None else root / stack_name
-
-
-def list_locks(backend: str, *, stack_name: str | None = None) -> list[LockRecord] | None:
+def list_locks(
+    store: StateStore | None, *, stack_name: str | None = None
+) -> list[LockRecord] | None:
     """The locks of one stack, or (``stack_name`` None) of every stack of the project, in one
-    listing; None for a backend whose locks this module cannot list."""
-    root = _locks_root(backend)
-    if root is None:
+    listing; None for a backend whose locks cannot be listed."""
+    if store is None:
         return None
-    try:
-        folders = [root / stack_name] if stack_name else [d for d in root.iterdir() if d.is_dir()]
-    except OSError:
-        return []  # no lock was ever taken
-    out = []
-    for folder in folders:
-        try:
-            paths = sorted(folder.glob("*.json"))
-        except OSError:
-            continue
-        for path in paths:
-            try:
-                text = path.read_text()
-            except FileNotFoundError:
-                continue  # released meanwhile
-            except OSError:
-                text = ""
-            out.append(parse_lock(text, stack=folder.name, key=str(path)))
-    return out
+    if stack_name is not None:
+        return store.list_locks(stack_name)
+    return [lock for locks in store.all_locks().values() for lock in locks]
 
 
-def remove_lock(backend: str, lock: LockRecord) -> None:
-    """Remove one lock, as ``pulumi cancel`` does (with its sidecar)."""
-    if _locks_root(backend) is None:
-        return
-    path = Path(lock.key)
-    path.unlink(missing_ok=True)
-    path.with_name(path.name + ".attrs").unlink(missing_ok=True)
-
-
-def _stale(locks: list[LockRecord], *, leader: bool) -> list[LockRecord]:
+def _stale(locks: Sequence[LockRecord], *, leader: bool) -> list[LockRecord]:
     if not locks:
         return []  # no need to read /proc
     host = socket.gethostname()  # what the `pulumi` children write: they share our UTS namespace
@@ -99,20 +57,25 @@ def _stale(locks: list[LockRecord], *, leader: bool) -> list[LockRecord]:
 
 
 def clear_stale_locks(
-    *, backend: str, leader: bool, stack_name: str | None = None, cluster_name: str = ""
+    *,
+    store: StateStore | None,
+    leader: bool,
+    stack_name: str | None = None,
+    cluster_name: str = "",
 ) -> list[LockRecord]:
     """Remove the stale locks (:mod:`.lock_plan`) of stack ``stack_name``, or of every stack of
     cluster ``cluster_name``; returns them. ``leader``: this process holds the Lease (the
     leader's rule), else a bystander's."""
-    locks = list_locks(backend, stack_name=stack_name)
-    if not locks:
+    locks = list_locks(store, stack_name=stack_name)
+    if not locks or store is None:
         return []
     if stack_name is None:
         locks = [
             lock
             for lock in locks
+            # no tags object (a stack just made) tells nothing: the name decides
             if of_cluster(
-                lock.stack, cluster_name=cluster_name, tags=file_tags(backend, lock.stack)
+                lock.stack, cluster_name=cluster_name, tags=store.tags(lock.stack) or None
             )
         ]
     stale = _stale(locks, leader=leader)
@@ -125,14 +88,13 @@ def clear_stale_locks(
         log.warning(
             "removing the stale lock of stack %s held by %s: %s", lock.stack, lock.describe(), why
         )
-        remove_lock(backend, lock)
+        store.delete_lock(lock.key)
     return stale
 
 
-def locked(backend: str, stack_name: str, *, leader: bool) -> bool | None:
-    """Whether a lock that is not stale (by the same rule) holds the stack: an operation runs
-    on it, or may. None for a backend whose locks cannot be listed here."""
-    locks = list_locks(backend, stack_name=stack_name)
+def locked(locks: Sequence[LockRecord] | None, *, leader: bool) -> bool | None:
+    """Whether a lock that is not stale (by the same rule) is among a stack's ``locks``: an
+    operation runs on it, or may. None when the locks could not be listed."""
     if locks is None:
         return None
     return len(_stale(locks, leader=leader)) < len(locks)

@@ -21,8 +21,8 @@ looks done. While it is there, the last operation finished: the state has nothin
 
 **Listing.** ``pulumi stack ls --json`` gives a stack's name, last update time, whether an
 update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
-former, :func:`parse_tags_file` a ``file://`` backend's tags file, and :func:`stack_info` joins
-them into a :class:`StackInfo` (see :mod:`reconciler.engine.stack_meta` for how they are read).
+former, :mod:`reconciler.engine.state_store` the tags, and :func:`stack_info` joins them into a
+:class:`StackInfo` (see :mod:`reconciler.engine.stack_meta` for how they are read).
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ __all__ = [
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
-    "parse_tags_file",
     "parse_time",
     "resource_urn",
     "should_skip",
@@ -182,8 +181,9 @@ class StackInfo:
     """A stack of this cluster, as listed: which Service it belongs to and what it last did.
 
     ``spec_hash`` is None when the last ``up`` did not finish (or failed) or a refresh found
-    drift: the next ``ensure`` runs ``up``. ``locked``: a ``file://`` backend holds a lock of a
-    live (or unknown, other-host) process; None for other backends, which do not say cheaply.
+    drift: the next ``ensure`` runs ``up``. ``locked``: the backend holds a lock of a
+    live (or unknown, other-host) process; None for a backend the engine reads only through the
+    CLI (Pulumi Cloud, ``gs://``, ``azblob://``), which does not say cheaply.
     """
 
     stack: str
@@ -250,23 +250,6 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def parse_tags_file(text: str) -> dict[str, str] | None:
-    """The tags in a ``file://`` backend's ``<stack>.pulumi-tags`` (``{"version": 1, "tags":
-    {...}}``); None for any other content (a format this code does not know: ask the CLI)."""
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(raw, Mapping) or raw.get("version") != 1:
-        return None
-    tags = raw.get("tags")
-    if tags is None:
-        return {}
-    if not isinstance(tags, Mapping):
-        return None
-    return {str(k): str(v) for k, v in tags.items()}
 
 
 def stack_info(

@@ -5,8 +5,9 @@ an earlier, interrupted operation may have left, and it runs each operation unde
 :func:`run_with_deadline`. The decisions (which pending operations to import, which are
 idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module does the effects.
 
-* **Stale locks** are :mod:`.locks`' (which, by :mod:`.lock_plan`'s rule); a torn ``.attrs``
-  sidecar of the state (:func:`repair_torn_sidecars`) is removed here.
+* **Stale locks** are :mod:`.locks`' (which, by :mod:`.lock_plan`'s rule, on every DIY backend
+  through :mod:`reconciler.engine.state_store`); a torn ``.attrs`` sidecar of the state
+  (:func:`repair_torn_sidecars`) is removed here.
 * **Pending creates** (:func:`recover_pending`): a ``pulumi`` killed during ``up`` leaves
   ``pending_operations`` in the state. Each pending create of a named object (load balancer,
   listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
@@ -30,20 +31,16 @@ idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module doe
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
-from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
 
 from reconciler.engine.errors import InterruptedOperationError, NotLeaderError, UpTimeoutError
-from reconciler.engine.locks import lock_dir
 from reconciler.engine.lost import PendingCreate, pending_creates, resolve
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.processes import (
@@ -54,7 +51,8 @@ from reconciler.engine.processes import (
     send_signal,
     start_time,
 )
-from stacks.vocabulary import PROJECT, logical_name, object_kind
+from reconciler.engine.state_store import StateStore
+from stacks.vocabulary import logical_name, object_kind
 
 __all__ = [  # the process helpers are reconciler.engine.processes', named here for old callers
     "Recovered",
@@ -75,32 +73,10 @@ T = TypeVar("T")
 # --- torn sidecars ------------------------------------------------------------------------------
 
 
-def repair_torn_sidecars(*, backend: str, stack_name: str) -> list[Path]:
-    """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return what was removed.
-
-    The blob library behind ``file://`` backends writes each object atomically (temp file and
-    rename) but its ``<object>.attrs`` sidecar in place, so a ``pulumi`` killed at the wrong
-    moment leaves an empty or half-written sidecar, and every later command on the stack fails
-    with ``failed to load checkpoint: EOF``. A missing sidecar is valid (no attributes), so a torn
-    one is removed. Skipped while a lock is held: a live writer may be mid-write.
-    """
-    if not backend.startswith("file://"):
-        return []
-    locks = lock_dir(backend=backend, stack_name=stack_name)
-    if locks is not None and locks.is_dir() and any(locks.glob("*.json")):
-        return []
-    folder = Path(unquote(urlsplit(backend).path)) / ".pulumi" / "stacks" / PROJECT
-    removed = []
-    for sidecar in folder.glob(f"{stack_name}.*.attrs"):
-        try:
-            json.loads(sidecar.read_text())
-        except ValueError:
-            log.warning("removing torn sidecar %s of stack %s", sidecar.name, stack_name)
-            sidecar.unlink(missing_ok=True)
-            removed.append(sidecar)
-        except OSError:
-            continue
-    return removed
+def repair_torn_sidecars(*, store: StateStore | None, stack_name: str) -> list[str]:
+    """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return their names
+    (:meth:`~reconciler.engine.state_store.StateStore.repair_torn_sidecars`)."""
+    return store.repair_torn_sidecars(stack_name) if store is not None else []
 
 
 # --- pending operations -----------------------------------------------------------------------

@@ -5,13 +5,9 @@ gives the :class:`ServiceStack` of one Service, whose four operations are what t
 calls: :meth:`~ServiceStack.ensure`, :meth:`~ServiceStack.delete`, :meth:`~ServiceStack.preview`,
 :meth:`~ServiceStack.refresh` and :meth:`~ServiceStack.check_drift` (a refresh that writes
 nothing). :meth:`Engine.stacks` lists this cluster's stacks (for the
-housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. Decisions (names,
-tags, skip or not, parsing the listing) are pure functions in :mod:`reconciler.engine.plan`, the
-spec as the stack applies it in :mod:`reconciler.engine.stack_spec`, what a crash left in
-:mod:`reconciler.engine.lost`; errors are classified in :mod:`reconciler.engine.errors`; crash
-recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
-:mod:`reconciler.engine.recovery`; config, tags and listing in
-:mod:`reconciler.engine.stack_meta`; this module only runs the operations and reports.
+housekeeper) and :meth:`Engine.stack_for` gives the stack of a listed one. The decisions and the
+repairs are the other modules of :mod:`reconciler.engine` (its docstring names each); this module
+only runs the operations and reports.
 
 * **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
   project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
@@ -26,14 +22,15 @@ recovery (stale locks, pending creates, interrupting a hanging ``pulumi``) is in
   any error text.
 * **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
   hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
-  ``file://`` backend that skip runs no ``pulumi`` at all: the tags file says the spec is applied
-  and holds the outputs the controller reports (:func:`reconciler.engine.plan.outputs_from_tags`).
+  DIY backend (``file://``, ``s3://``, ``postgres://``) that skip runs no ``pulumi`` at all: the
+  stack's tags object says the spec is applied and holds the outputs the controller reports
+  (:func:`reconciler.engine.plan.outputs_from_tags`), read through :mod:`.state_store`.
 * **Few CLI starts**: each ``pulumi`` command costs about 0.45 s of start-up before it works, so
-  the engine runs as few as it can: a ``file://`` backend's tags are read and written as one file
+  the engine runs as few as it can: a DIY backend's tags are read and written as one object
   (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
   it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
   and a secret the process already wrote is not written again.
-* **Crash safety**, before every operation: stale locks are removed
+* **Crash safety**, before every operation: stale locks are removed, on every DIY backend
   (:mod:`reconciler.engine.locks`: a controller holding the Lease removes every lock its own
   ``pulumi`` children do not hold, at takeover (:meth:`Engine.take_over`) and before each
   operation of a stack; anyone else only a lock of this host whose process is gone); pending
@@ -59,8 +56,8 @@ from typing import TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
-from reconciler.engine.adopt import resources_of, take_over
-from reconciler.engine.cloud_repair import is_errored_child_failure, repair_errored_children
+from reconciler.engine.adopt import take_over
+from reconciler.engine.cloud_repair import repaired_for_retry
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
@@ -93,7 +90,8 @@ from reconciler.engine.stack_spec import (
     stale_create_only_tags,
     unprotect_before_up,
 )
-from reconciler.engine.tags import StackTags, file_tags, stack_exists
+from reconciler.engine.state_store import BucketError
+from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -134,9 +132,11 @@ class Engine(EngineContext):
         self.fence("clearing the previous leader's locks")
         if not self.is_leader():
             return []
-        return clear_stale_locks(
-            backend=self.settings.backend, leader=True, cluster_name=self.settings.cluster_name
-        )
+        try:
+            store = self.store
+        except BucketError as exc:
+            raise self.error(exc, stack="", doing="reading the backend's locks") from None
+        return clear_stale_locks(store=store, leader=True, cluster_name=self.settings.cluster_name)
 
     def stack_for(self, info: StackInfo) -> ServiceStack:
         """The stack of a listed one, to refresh or delete it (its Service from the tags)."""
@@ -168,7 +168,7 @@ class ServiceStack(StackHandle):
         assert stack is not None
         tags = self.tags_of(stack)
         current = tags.read()
-        # Never tagged: made just now (a backend other than file:// cannot say otherwise cheaply)
+        # Never tagged: made just now (a backend without a store cannot say otherwise cheaply)
         # or by an ensure that stopped before its first up; either way nothing is in the state.
         fresh = self.created or not current
         if fresh and not imports:
@@ -198,7 +198,7 @@ class ServiceStack(StackHandle):
                 lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
             )
         except EngineError as exc:
-            if not self._repaired(stack, current, exc):
+            if not repaired_for_retry(self, stack, current.get(LB_ID_TAG), exc):
                 raise
             result = self.deadline(
                 lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
@@ -221,27 +221,6 @@ class ServiceStack(StackHandle):
             outputs=outputs,
             resource_changes=changes,
             frozen=frozen,
-        )
-
-    def _repaired(self, stack: auto.Stack, tags: Mapping[str, str], error: EngineError) -> bool:
-        """After an ``up`` that failed on an object of the stack left in ``ERROR``: whether
-        such objects were sent an update that changes nothing, so the ``up`` can run again
-        (:mod:`reconciler.engine.cloud_repair`)."""
-        lb_id = tags.get(LB_ID_TAG)
-        if not lb_id or not is_errored_child_failure(error):
-            return False
-        own = set(resources_of(stack.export_stack().deployment or {}).values())
-        self.engine.fence("repairing objects in ERROR", stack=self.name)
-        settings = self.engine.settings
-        return bool(
-            repair_errored_children(
-                self.engine.rest(),
-                lb_id,
-                own=own,
-                stack_name=self.name,
-                timeout=settings.operation_timeout,
-                cancelled=self.engine.cancelled,
-            )
         )
 
     def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:
@@ -274,13 +253,15 @@ class ServiceStack(StackHandle):
         return tags.apply(current, put=create_only_tags(applied, outputs))
 
     def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
-        """The skip of :meth:`ensure` without running ``pulumi``: a ``file://`` backend's tags
-        file says ``spec`` is applied and holds the outputs. None: ask the stack."""
-        backend = self.engine.settings.backend
-        tags = file_tags(backend, self.name)
-        if tags is None or not stack_exists(backend, self.name):
+        """The skip of :meth:`ensure` without running ``pulumi``: the stack's tags object
+        (:mod:`.state_store`) says ``spec`` is applied and holds the outputs. None: ask the
+        stack (also when the backend cannot be read now: the stack's steps report that)."""
+        try:
+            store = self.engine.store
+            tags = store.tags(self.name) if store is not None else None
+        except BucketError:
             return None
-        if any(tags.get(key) != value for key, value in self.wanted_tags().items()):
+        if not tags or any(tags.get(key) != value for key, value in self.wanted_tags().items()):
             return None
         if create_only_record(tags) is None:
             return None  # record it first (ensure)
@@ -288,6 +269,11 @@ class ServiceStack(StackHandle):
         digest = wanted.spec.spec_hash()
         outputs = outputs_from_tags(tags)
         if outputs is None or not should_skip(tags=tags, spec_hash=digest):
+            return None
+        try:
+            if store is None or not store.stack_exists(self.name):
+                return None
+        except BucketError:
             return None
         return EnsureResult(changed=False, spec_hash=digest, outputs=outputs, frozen=wanted.frozen)
 

@@ -14,11 +14,11 @@ the stacks of this cluster. The decisions and the parsing are pure, in
   :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
 * **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
   --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
-  not print tags. A ``file://`` backend's tags are then read from its ``<stack>.pulumi-tags``
-  files (the CLI keeps them there, ``{"version": 1, "tags": {...}}``) and its locks from
-  ``.pulumi/locks/``: microseconds a stack. For any other backend, or a tags file in a format this
-  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight at
-  a time). Nothing opens a stack or reads its state.
+  not print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags
+  and every lock are then read through :mod:`reconciler.engine.state_store` in one go (a folder
+  walk, one S3 listing and parallel reads, or one query). For any other backend, or a tags object
+  in a format this code does not know, ``pulumi stack tag ls --json`` is run per stack (about
+  0.35 s each, eight at a time). Nothing opens a stack or reads its state.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.tags import file_tags
+from reconciler.engine.state_store import BucketError
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -272,10 +272,13 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         listings = parse_stack_ls(done.stdout)
     except ValueError as exc:
         raise engine.error(exc, stack="", doing="listing", subject=subject) from None
-    backend = settings.backend
-    tags: dict[str, dict[str, str] | None] = {
-        item.name: file_tags(backend, item.name) for item in listings
-    }
+    try:
+        store = engine.store
+        stored = store.all_tags() if store is not None else {}
+        locks = store.all_locks() if store is not None else None
+    except BucketError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    tags: dict[str, dict[str, str] | None] = {item.name: stored.get(item.name) for item in listings}
     missing = [item for item in listings if tags[item.name] is None]
     if missing:
         with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
@@ -288,7 +291,8 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         found = tags[item.name]
         if found is None:
             continue
-        busy = locked(backend, item.name, leader=engine.is_leader())
+        of_stack = locks.get(item.name, []) if locks is not None else None
+        busy = locked(of_stack, leader=engine.is_leader())
         info = stack_info(item, found, cluster_name=cluster, locked=busy)
         if info is None:
             log.warning("stack %s lacks its namespace or name tag; left out", item.name)

@@ -4,6 +4,8 @@
   kubectl that ``tools/build.sh`` builds from Go modules;
 * :mod:`.pki`: a throw-away PKI for the local control plane;
 * :mod:`.plane`: a real etcd + kube-apiserver on loopback (tests, demo, bench);
+* :mod:`.backends`: real shared state backends on loopback, PostgreSQL and S3 (MinIO) (tests,
+  bench, ``lb-reconciler backend serve``);
 * :mod:`.demo`: ``lb-reconciler demo``.
 
 :mod:`.toolchain` imports nothing of the project, so the engine may use it; the rest may import

@@ -47,7 +47,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tail(path: Path, lines: int = 20) -> str:
+def tail_of(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -113,7 +113,8 @@ class LocalControlPlane:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise ControlPlaneError(
-                    f"{name} exited with {proc.returncode} while starting; log {log}:\n{_tail(log)}"
+                    f"{name} exited with {proc.returncode} while starting; "
+                    f"log {log}:\n{tail_of(log)}"
                 )
             try:
                 https = probe_url.startswith("https")
@@ -127,7 +128,7 @@ class LocalControlPlane:
                 last = str(exc)
             time.sleep(0.2)
         raise ControlPlaneError(
-            f"{name} not ready after {timeout:.0f}s ({last}); log {log}:\n{_tail(log)}"
+            f"{name} not ready after {timeout:.0f}s ({last}); log {log}:\n{tail_of(log)}"
         )
 
     def _start_etcd(self, toolchain: Toolchain, *, timeout: float) -> str:

@@ -22,11 +22,10 @@ from reconciler.engine.plan import (
     StackInfo,
     StackListing,
     parse_stack_ls,
-    parse_tags_file,
     stack_info,
     stack_tags,
 )
-from reconciler.engine.tags import file_tags
+from reconciler.engine.state_store import StateStore, open_state_store, parse_tags_file
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
 
@@ -219,21 +218,23 @@ def test_parse_stack_ls_round_trips(entries: list[dict[str, object]]) -> None:
 # --- reading a file:// backend ------------------------------------------------------------------
 
 
-def _backend(tmp_path: Path) -> tuple[str, Path]:
+def _backend(tmp_path: Path) -> tuple[StateStore, Path]:
     root = tmp_path / "backend"
     (root / ".pulumi" / "stacks" / "lb-reconciler").mkdir(parents=True)
-    return root.as_uri(), root
+    store = open_state_store(root.as_uri())
+    assert store is not None
+    return store, root
 
 
-def testfile_tags(tmp_path: Path) -> None:
-    url, root = _backend(tmp_path)
+def test_tags_from_the_store(tmp_path: Path) -> None:
+    store, root = _backend(tmp_path)
     folder = root / ".pulumi" / "stacks" / "lb-reconciler"
     (folder / "prod.default.web.pulumi-tags").write_text(json.dumps({"version": 1, "tags": TAGS}))
     (folder / "prod.default.odd.pulumi-tags").write_text('{"version": 9}')
-    assert file_tags(url, "prod.default.web") == TAGS
-    assert file_tags(url, "prod.default.odd") is None  # unknown format: ask the CLI
-    assert file_tags(url, "prod.default.gone") is None
-    assert file_tags("s3://bucket/prefix", "prod.default.web") is None
+    assert store.tags("prod.default.web") == TAGS
+    assert store.tags("prod.default.odd") is None  # unknown format: ask the CLI
+    assert store.tags("prod.default.gone") == {}  # none: as the CLI lists it
+    assert store.all_tags() == {"prod.default.web": TAGS, "prod.default.odd": None}
 
 
 def _lock(root: Path, stack: str, name: str, content: str) -> None:
@@ -256,25 +257,30 @@ def _dead_pid() -> int:
 
 def test_locked(tmp_path: Path) -> None:
     """As anyone but the leader sees it: only a dead process's lock of this host is stale."""
-    url, root = _backend(tmp_path)
+    store, root = _backend(tmp_path)
     host = socket.gethostname()
-    assert locked(url, "prod.default.free", leader=False) is False
-    assert locked("s3://bucket", "prod.default.free", leader=False) is None
+
+    def is_locked(stack: str, *, leader: bool = False) -> bool | None:
+        assert store.all_locks().get(stack, []) == store.list_locks(stack)
+        return locked(store.list_locks(stack), leader=leader)
+
+    assert is_locked("prod.default.free") is False
+    assert locked(None, leader=False) is None  # a backend whose locks cannot be listed
 
     live = json.dumps({"pid": os.getpid(), "hostname": host})
     _lock(root, "prod.default.live", "a.json", live)
-    assert locked(url, "prod.default.live", leader=False) is True
+    assert is_locked("prod.default.live") is True
 
     stale = json.dumps({"pid": _dead_pid(), "hostname": host})
     _lock(root, "prod.default.stale", "a.json", stale)
-    assert locked(url, "prod.default.stale", leader=False) is False  # the next operation removes it
+    assert is_locked("prod.default.stale") is False  # the next operation removes it
 
     _lock(root, "prod.default.remote", "a.json", json.dumps({"pid": 1, "hostname": "elsewhere"}))
-    assert locked(url, "prod.default.remote", leader=False) is True
+    assert is_locked("prod.default.remote") is True
 
     _lock(root, "prod.default.torn", "a.json", '{"pid": ')
-    assert locked(url, "prod.default.torn", leader=False) is True
+    assert is_locked("prod.default.torn") is True
 
     # the leader: none of these is held by a `pulumi` child of this process, all are stale
     for name in ("live", "stale", "remote", "torn"):
-        assert locked(url, f"prod.default.{name}", leader=True) is False
+        assert is_locked(f"prod.default.{name}", leader=True) is False

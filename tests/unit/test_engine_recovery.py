@@ -9,6 +9,7 @@ import pytest
 
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.recovery import repair_torn_sidecars, run_with_deadline
+from reconciler.engine.state_store import open_state_store
 from stacks.vocabulary import PROJECT
 
 
@@ -25,8 +26,9 @@ def test_empty_or_half_written_sidecars_are_removed_and_good_ones_kept(tmp_path:
     (folder / "c.ns.web.json.bak.attrs").write_text('{"user.content_type": "app')
     (folder / "c.ns.web.pulumi-tags.attrs").write_text('{"user.metadata": {}}')
     (folder / "c.ns.other.json.attrs").write_text("")
-    removed = repair_torn_sidecars(backend=tmp_path.as_uri(), stack_name="c.ns.web")
-    assert sorted(p.name for p in removed) == ["c.ns.web.json.attrs", "c.ns.web.json.bak.attrs"]
+    store = open_state_store(tmp_path.as_uri())
+    removed = repair_torn_sidecars(store=store, stack_name="c.ns.web")
+    assert sorted(removed) == ["c.ns.web.json.attrs", "c.ns.web.json.bak.attrs"]
     assert (folder / "c.ns.web.pulumi-tags.attrs").exists()
     assert (folder / "c.ns.web.json").exists()
     assert (folder / "c.ns.other.json.attrs").exists()  # another stack's: not ours to touch
@@ -38,12 +40,16 @@ def test_nothing_is_touched_while_a_lock_is_held(tmp_path: Path) -> None:
     locks = tmp_path / ".pulumi" / "locks" / "organization" / PROJECT / "c.ns.web"
     locks.mkdir(parents=True)
     (locks / "owner.json").write_text('{"pid": 1, "hostname": "h"}')
-    assert repair_torn_sidecars(backend=tmp_path.as_uri(), stack_name="c.ns.web") == []
+    store = open_state_store(tmp_path.as_uri())
+    assert repair_torn_sidecars(store=store, stack_name="c.ns.web") == []
     assert (folder / "c.ns.web.json.attrs").exists()
 
 
 def test_other_backends_are_left_alone() -> None:
-    assert repair_torn_sidecars(backend="s3://bucket", stack_name="c.ns.web") == []
+    # no sidecars outside file://; no store at all for a backend only the CLI reads
+    s3 = open_state_store("s3://bucket?endpoint=http://127.0.0.1:9")  # connects to nothing
+    assert repair_torn_sidecars(store=s3, stack_name="c.ns.web") == []
+    assert repair_torn_sidecars(store=None, stack_name="c.ns.web") == []
 
 
 def test_a_cancel_interrupts_a_running_operation() -> None:

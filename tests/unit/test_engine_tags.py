@@ -1,4 +1,5 @@
-"""StackTags: a file:// backend's tags file written whole, in the format the pulumi CLI reads.
+"""StackTags: a file:// backend's tags file written whole through the state store, in the format
+the pulumi CLI reads (the same on s3:// and postgres://: tests/integration/backends/).
 
 (That the CLI reads what is written here, and that the CLI path gives the same tags, is checked
 with the real CLI in tests/integration/engine/test_engine_cli_starts.py.)
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.tags import StackTags, file_tags, stack_exists
+from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.tags import StackTags
 
 NAME = "prod.default.web"
 
@@ -45,8 +47,18 @@ def folder(root: Path) -> Path:
     return path
 
 
+def store_of(backend: str) -> StateStore | None:
+    return open_state_store(backend)
+
+
+def file_tags(backend: str, name: str) -> dict[str, str] | None:
+    store = store_of(backend)
+    assert store is not None
+    return store.tags(name)
+
+
 def tags_of(stack: Any, backend: str) -> StackTags:
-    return StackTags(backend=backend, stack_name=NAME, stack=stack)
+    return StackTags(store=store_of(backend), stack_name=NAME, stack=stack)
 
 
 def test_file_backend_writes_once_with_a_matching_sidecar(tmp_path: Path) -> None:
@@ -95,7 +107,7 @@ def test_a_new_stack_has_no_tags_file_yet(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("backend", "content"),
     [
-        ("s3://bucket/prefix", None),  # another backend
+        ("https://api.pulumi.com", None),  # a backend read only through the CLI
         (None, '{"version":2,"tags":{"a":"1"}}'),  # a format this code does not know
     ],
 )
@@ -113,7 +125,9 @@ def test_otherwise_one_cli_call_per_tag(tmp_path: Path, backend: str | None, con
 
 def test_stack_exists(tmp_path: Path) -> None:
     where = folder(tmp_path)
-    assert stack_exists(tmp_path.as_uri(), NAME) is False
+    store = store_of(tmp_path.as_uri())
+    assert store is not None
+    assert store.stack_exists(NAME) is False
     (where / f"{NAME}.json.gz").write_bytes(b"")
-    assert stack_exists(tmp_path.as_uri(), NAME) is True
-    assert stack_exists("s3://bucket", NAME) is None
+    assert store.stack_exists(NAME) is True
+    assert store_of("https://api.pulumi.com") is None

@@ -29,6 +29,7 @@ from reconciler.engine.lock_plan import (
 from reconciler.engine.locks import clear_stale_locks, list_locks, locked
 from reconciler.engine.processes import pulumi_children
 from reconciler.engine.recovery import run_with_deadline
+from reconciler.engine.state_store import StateStore, open_state_store
 from stacks.vocabulary import PROJECT
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -121,6 +122,12 @@ def fake_pulumi(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     child.wait()
 
 
+def _store(backend: Path) -> StateStore:
+    store = open_state_store(backend.as_uri())
+    assert store is not None
+    return store
+
+
 def write_lock(backend: Path, stack: str, name: str, **owner: object) -> Path:
     folder = backend / ".pulumi" / "locks" / "organization" / PROJECT / stack
     folder.mkdir(parents=True, exist_ok=True)
@@ -137,17 +144,18 @@ def now() -> str:
 def test_the_leader_keeps_its_child_s_lock_and_removes_the_rest(
     tmp_path: Path, fake_pulumi: subprocess.Popen[bytes]
 ) -> None:
-    url, host = tmp_path.as_uri(), socket.gethostname()
+    store, host = _store(tmp_path), socket.gethostname()
     assert fake_pulumi.pid in pulumi_children()
     child = write_lock(
         tmp_path, "c.ns.web", "a", pid=fake_pulumi.pid, hostname=host, timestamp=now()
     )
     dead = write_lock(tmp_path, "c.ns.db", "b", pid=7, hostname="old-leader-pod", timestamp=now())
-    assert locked(url, "c.ns.web", leader=True) is True
-    assert locked(url, "c.ns.db", leader=True) is False
-    assert locked(url, "c.ns.db", leader=False) is True  # another host's: not provably stale
+    assert locked(store.list_locks("c.ns.web"), leader=True) is True
+    assert locked(store.list_locks("c.ns.db"), leader=True) is False
+    # another host's: not provably stale
+    assert locked(store.list_locks("c.ns.db"), leader=False) is True
 
-    removed = clear_stale_locks(backend=url, leader=True, cluster_name="c")
+    removed = clear_stale_locks(store=store, leader=True, cluster_name="c")
     assert [lock.stack for lock in removed] == ["c.ns.db"]
     assert child.exists()
     assert not dead.exists()
@@ -155,12 +163,12 @@ def test_the_leader_keeps_its_child_s_lock_and_removes_the_rest(
 
     fake_pulumi.kill()
     fake_pulumi.wait()
-    assert clear_stale_locks(backend=url, leader=True, stack_name="c.ns.web")
-    assert list_locks(url) == []
+    assert clear_stale_locks(store=store, leader=True, stack_name="c.ns.web")
+    assert list_locks(store) == []
 
 
 def test_the_takeover_leaves_other_clusters_alone(tmp_path: Path) -> None:
-    url = tmp_path.as_uri()
+    store = _store(tmp_path)
     write_lock(tmp_path, "c.ns.web", "a", pid=7, hostname="gone", timestamp=now())
     theirs = write_lock(tmp_path, "other.ns.web", "b", pid=7, hostname="gone", timestamp=now())
     tags = tmp_path / ".pulumi" / "stacks" / PROJECT
@@ -170,28 +178,28 @@ def test_the_takeover_leaves_other_clusters_alone(tmp_path: Path) -> None:
     (tags / "c.ns.api.pulumi-tags").write_text(
         json.dumps({"version": 1, "tags": {"lbr:cluster": "c_x"}})
     )
-    removed = clear_stale_locks(backend=url, leader=True, cluster_name="c")
+    removed = clear_stale_locks(store=store, leader=True, cluster_name="c")
     assert [lock.stack for lock in removed] == ["c.ns.web"]
     assert theirs.exists()
-    assert len(list_locks(url) or []) == 2
+    assert len(list_locks(store) or []) == 2
 
 
 def test_a_bystander_removes_only_a_dead_process_lock_of_this_host(
     tmp_path: Path, fake_pulumi: subprocess.Popen[bytes]
 ) -> None:
-    url, host = tmp_path.as_uri(), socket.gethostname()
+    store, host = _store(tmp_path), socket.gethostname()
     live = write_lock(tmp_path, "c.ns.web", "a", pid=fake_pulumi.pid, hostname=host)
     remote = write_lock(tmp_path, "c.ns.web", "b", pid=fake_pulumi.pid, hostname="pod-b")
     dead_pid = subprocess.Popen(["true"])
     dead_pid.wait()
     dead = write_lock(tmp_path, "c.ns.web", "c", pid=dead_pid.pid, hostname=host)
-    removed = clear_stale_locks(backend=url, leader=False, stack_name="c.ns.web")
+    removed = clear_stale_locks(store=store, leader=False, stack_name="c.ns.web")
     assert [Path(lock.key).name for lock in removed] == ["c.json"]
     assert live.exists()
     assert remote.exists()
     assert not dead.exists()
-    assert clear_stale_locks(backend="s3://bucket", leader=True) == []
-    assert list_locks("s3://bucket") is None
+    assert clear_stale_locks(store=None, leader=True) == []
+    assert list_locks(None) is None  # a backend whose locks cannot be listed
 
 
 # -- a running operation when the Lease is lost -------------------------------------------------

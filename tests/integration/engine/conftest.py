@@ -1,7 +1,8 @@
 """The real engine and provider against the emulator: fixtures for tests/integration/engine.
 
 One emulator per session with the ``instant`` timing profile (every call still shows
-``PENDING_*`` until the next read, as Octavia does), a ``file://`` backend per test, cloud.conf
+``PENDING_*`` until the next read, as Octavia does), a ``file://`` backend per test
+(``backend_env``: one of each kind, file, postgres and s3, from ``tests/backends.py``), cloud.conf
 text pointing at the emulator's Keystone with the demo user, and helpers that build a spec from
 a Service (:func:`tests.builders.stored_service`) the way the controller will
 (:func:`reconciler.model.build_spec`). After each test the emulator's inventory must show
@@ -11,6 +12,8 @@ nothing created that the test did not delete.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,7 @@ from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
 from tests import occm
+from tests.backends import Backend
 from tests.builders import make_node
 from tests.emulated import (
     EmulatorAdmin,
@@ -64,6 +68,7 @@ class Env:
     cloud: Cloud
     toolchain: Toolchain
     state_dir: Path
+    backend: Backend | None = None  # None: file://<state_dir>/backend, the engine's default
 
     def config(self, load_balancer: str = "", extra: str = "") -> CloudConfig:
         return cloud_config(self.topo, subnet_line(self.topo) + load_balancer, extra)
@@ -77,6 +82,9 @@ class Env:
         return path
 
     def engine(self, config: CloudConfig, **overrides: Any) -> Engine:
+        if self.backend is not None:
+            overrides.setdefault("backend_url", self.backend.url)
+            overrides.setdefault("extra_env", self.backend.env)
         settings = EngineSettings(
             cluster_name=CLUSTER,
             state_dir=self.state_dir,
@@ -129,6 +137,29 @@ def commands_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def env(toolchain: Toolchain, topo: dict[str, Any], cloud: Cloud, tmp_path: Path) -> Iterator[Env]:
     yield Env(topo=topo, cloud=cloud, toolchain=toolchain, state_dir=tmp_path / "lbr")
     cloud.wait_nothing_created(timeout=15)
+
+
+@pytest.fixture
+def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The `pulumi` commands started, as "verb noun" (e.g. "stack select", "up")."""
+    seen: list[str] = []
+    real = subprocess.Popen
+
+    def spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        argv = [str(a) for a in args]
+        if argv and Path(argv[0]).name == "pulumi":
+            words = [a for a in argv[1:] if not a.startswith("-")]
+            seen.append(" ".join(words[:2]) if words[0] in ("stack", "config") else words[0])
+        return real(args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    return seen
+
+
+@pytest.fixture
+def backend_env(env: Env, backend: Backend) -> Env:
+    """``env`` on a backend of its own, one run per kind (file, postgres, s3)."""
+    return dataclasses.replace(env, backend=backend)
 
 
 @contextlib.contextmanager

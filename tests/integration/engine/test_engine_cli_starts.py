@@ -4,44 +4,26 @@ Each `pulumi` command costs about 0.45 s of start-up, so the engine avoids the o
 (reconciler.engine.tags, reconciler.engine.run). These tests spy on every `pulumi` process the
 engine starts (the real processes still run) and check, with the real CLI, that the tags written
 as one file and the outputs taken from the engine events are what `pulumi stack tag ls` and
-`pulumi stack output` say, on a file:// backend and on the CLI path other backends take.
+`pulumi stack output` say, on each DIY backend (file://, postgres://, s3://: the tags through
+reconciler.engine.state_store) and on the CLI path other backends take.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler.engine import tags as engine_tags
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
+from reconciler.engine.state_store import StateStore
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
-
-
-@pytest.fixture
-def starts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The `pulumi` commands started, as "verb noun" (e.g. "stack select", "up")."""
-    seen: list[str] = []
-    real = subprocess.Popen
-
-    def spy(args: Any, *rest: Any, **kw: Any) -> Any:
-        argv = [str(a) for a in args]
-        if argv and Path(argv[0]).name == "pulumi":
-            words = [a for a in argv[1:] if not a.startswith("-")]
-            seen.append(" ".join(words[:2]) if words[0] in ("stack", "config") else words[0])
-        return real(args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess, "Popen", spy)
-    return seen
 
 
 def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
@@ -53,6 +35,7 @@ def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
         check=False,
         env={
             **env.toolchain.env(),
+            **stack.engine.settings.extra_env,
             "PULUMI_BACKEND_URL": stack.engine.settings.backend,
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         },
@@ -87,14 +70,20 @@ def without_system_tags(tags: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in tags.items() if not k.startswith("pulumi:")}
 
 
-@pytest.mark.parametrize("via", ["file", "cli"])
+@pytest.mark.parametrize(
+    ("backend", "via"),
+    [("file", "store"), ("postgres", "store"), ("s3", "store"), ("file", "cli")],
+    indirect=["backend"],
+)
 def test_create_noop_update_delete(
-    env: Env, starts: list[str], monkeypatch: pytest.MonkeyPatch, via: str
+    backend_env: Env, starts: list[str], monkeypatch: pytest.MonkeyPatch, via: str
 ) -> None:
-    if via == "cli":  # as for s3:// and the rest: tags through `pulumi stack tag`
-        monkeypatch.setattr(engine_tags, "_stack_folder", lambda _backend: None)
+    env = backend_env
+    if via == "cli":  # as for Pulumi Cloud and the rest: tags through `pulumi stack tag`
+        monkeypatch.setattr(StateStore, "tags", lambda _self, _name: None)
     config = env.config()
-    spec = spec_for(stored_service(f"starts-{via}"), config)
+    assert env.backend is not None
+    spec = spec_for(stored_service(f"starts-{via}-{env.backend.kind}"), config)
     stack = env.engine(config).stack(service=spec.service)
 
     created = stack.ensure(spec)
@@ -116,7 +105,7 @@ def test_create_noop_update_delete(
         starts.clear()
         ports = [{"port": 80, "protocol": "TCP", "nodePort": 30080},
                  {"port": 443, "protocol": "TCP", "nodePort": 30443}]  # fmt: skip
-        wider = spec_for(stored_service(f"starts-{via}", ports=ports), config)
+        wider = spec_for(stored_service(spec.service.name, ports=ports), config)
         updated = stack.ensure(wider)
         assert updated.changed
         assert updated.resource_changes.get("create", 0) >= 3  # listener, pool, members
@@ -129,7 +118,7 @@ def test_create_noop_update_delete(
         on_delete = list(starts)
     assert env.cloud.lbs() == []
 
-    if via == "file":
+    if via == "store":
         # version: the engine checks the CLI once; config set: the password
         assert on_create == ["version", "stack init", "config set", "up"]
         assert on_noop == []

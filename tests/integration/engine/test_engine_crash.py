@@ -10,7 +10,7 @@ and ``delete`` leaves nothing.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import signal
 import threading
@@ -24,8 +24,11 @@ from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError
 from reconciler.engine.recovery import alive, children_running, descendants, start_time
 from reconciler.engine.stack import ServiceStack
+from reconciler.engine.state_buckets import FileBucket
+from reconciler.engine.state_store import BucketError, StateStore
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
+from tests.backends import Backend
 from tests.builders import stored_service
 from tests.emulated import connect, wait_until
 from tests.integration.engine.conftest import Env, env_of_its_own, only, spec_for
@@ -46,10 +49,23 @@ def slow_child_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
         yield env
 
 
-def _pending(state_file: Path) -> list[dict[str, Any]]:
+@pytest.fixture
+def slow_backend_env(toolchain: Toolchain, tmp_path: Path, backend: Backend) -> Iterator[Env]:
+    """``slow_env`` on a backend of its own, one run per kind (file, postgres, s3)."""
+    with env_of_its_own(toolchain, tmp_path, timing=SLOW_CREATE) as env:
+        yield dataclasses.replace(env, backend=backend)
+
+
+def _store(stack: ServiceStack) -> StateStore:
+    store = stack.engine.store
+    assert store is not None
+    return store
+
+
+def _pending(stack: ServiceStack) -> list[dict[str, Any]]:
     try:
-        state = json.loads(state_file.read_text())
-    except (OSError, ValueError):
+        state = _store(stack).checkpoint(stack.name) or {}
+    except (BucketError, ValueError):
         return []
     ops: list[dict[str, Any]] = (state.get("checkpoint", {}).get("latest") or {}).get(
         "pending_operations"
@@ -59,14 +75,10 @@ def _pending(state_file: Path) -> list[dict[str, Any]]:
 
 def _kill_mid_create(
     env: Env, stack: ServiceStack, spec: LoadBalancerSpec, kind: str = "LoadBalancer"
-) -> Path:
+) -> None:
     """Run ``ensure`` and SIGKILL its ``pulumi`` while the create of the first ``kind`` (a
-    type token's last part) is pending: the cloud has it, the state does not. Returns the state
-    file."""
+    type token's last part) is pending: the cloud has it, the state does not."""
     collection = {"LoadBalancer": "loadbalancers", "Listener": "listeners"}[kind]
-    state_file = (
-        env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
-    )
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -80,7 +92,7 @@ def _kill_mid_create(
     ops = wait_until(
         lambda: [
             op
-            for op in _pending(state_file)
+            for op in _pending(stack)
             if op["resource"]["type"].endswith(f":{kind}") and op["type"] == "creating"
         ],
         timeout=60,
@@ -100,19 +112,17 @@ def _kill_mid_create(
     assert not worker.is_alive()
     assert errors
     assert isinstance(errors[0], EngineError)
-    locks = env.state_dir / "backend" / ".pulumi" / "locks"
-    assert list(locks.rglob("*.json")), "the killed pulumi left its lock"
+    assert _store(stack).list_locks(stack.name), "the killed pulumi left its lock"
     assert len(env.cloud.lbs()) == 1
-    return state_file
 
 
-def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
-    env = slow_env
+def test_kill_pulumi_mid_up_then_ensure_converges(slow_backend_env: Env) -> None:
+    env = slow_backend_env
     config = env.config()
     svc = stored_service("crash")
     spec = spec_for(svc, config)
     stack = env.engine(config).stack(service=spec.service)
-    state_file = _kill_mid_create(env, stack, spec)
+    _kill_mid_create(env, stack, spec)
 
     result = stack.ensure(spec)
     assert result.changed
@@ -121,7 +131,8 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_env: Env) -> None:
     inv = env.cloud.inventory()
     assert len(inv["listeners"]) == 1
     assert len(inv["members"]) == 2
-    assert not _pending(state_file)
+    assert not _pending(stack)
+    assert _store(stack).list_locks(stack.name) == []
     assert not stack.ensure(spec).changed
     stack.delete()
     assert env.cloud.lbs() == []
@@ -133,9 +144,9 @@ def test_a_torn_checkpoint_sidecar_does_not_wedge_the_stack(env: Env) -> None:
     spec = spec_for(stored_service("torn"), config)
     stack = env.engine(config).stack(service=spec.service)
     assert stack.ensure(spec).changed
-    sidecar = (
-        env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack.name}.json"
-    ).with_suffix(".json.attrs")
+    store = _store(stack)
+    assert isinstance(store.bucket, FileBucket)
+    sidecar = store.bucket.root / f"{store.stacks_prefix()}{stack.name}.json.attrs"
     assert sidecar.exists()
     # What a SIGKILL left in a CI run; pulumi then failed with `failed to load checkpoint: EOF`.
     sidecar.write_text("")

@@ -16,6 +16,8 @@ from typing import Any
 
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
+from reconciler.engine.state_buckets import FileBucket
+from reconciler.engine.state_store import StateStore, open_state_store
 from reconciler.local.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, Env, spec_for
@@ -23,12 +25,21 @@ from tests.integration.engine.conftest import CLUSTER, Env, spec_for
 A = "loadbalancer.openstack.org/"
 
 
+def store(env: Env) -> StateStore:
+    found = open_state_store((env.state_dir / "backend").as_uri())
+    assert found is not None
+    return found
+
+
 def checkpoint(env: Env, stack_name: str) -> Path:
-    return env.state_dir / "backend" / ".pulumi" / "stacks" / "lb-reconciler" / f"{stack_name}.json"
+    """The checkpoint file of a stack of the file:// backend (to write a crash's leftovers)."""
+    bucket = store(env).bucket
+    assert isinstance(bucket, FileBucket)
+    return bucket.root / f"{store(env).stacks_prefix()}{stack_name}.json"
 
 
 def pending(env: Env, stack_name: str) -> list[dict[str, Any]]:
-    latest = json.loads(checkpoint(env, stack_name).read_text())["checkpoint"]["latest"]
+    latest = (store(env).checkpoint(stack_name) or {})["checkpoint"]["latest"]
     ops: list[dict[str, Any]] = latest.get("pending_operations") or []
     return ops
 
@@ -74,7 +85,7 @@ def test_preview_of_a_new_service_leaves_nothing_behind(env: Env) -> None:
     }  # fmt: skip
     assert engine.stacks() == []
     assert not stack.work_dir.exists()
-    assert not checkpoint(env, f"{CLUSTER}.default.fresh").exists()
+    assert not store(env).stack_exists(f"{CLUSTER}.default.fresh")
     assert stack.applied_spec() is None
     assert env.cloud.lbs() == []
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reconciler.engine import stack_meta as engine_stack_meta
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.stack import Engine
+from reconciler.engine.state_store import StateStore
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.model.naming import lb_name
 from tests.builders import stored_service
@@ -58,8 +58,8 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
             _created_without_up(stack.engine, spec)
 
         listed = engine.stacks()
-        with monkeypatch.context() as m:  # as for a backend other than file://: the CLI per stack
-            m.setattr(engine_stack_meta, "file_tags", lambda _backend, _name: None)
+        with monkeypatch.context() as m:  # tags in a format the store does not know: CLI per stack
+            m.setattr(StateStore, "all_tags", lambda _self: {})
             assert engine.stacks() == listed
         assert [i.stack for i in listed] == sorted([stack_a.name, stack_b.name, stack_c.name])
         by_name = {i.stack: i for i in listed}

@@ -12,17 +12,17 @@ second), and ``delete`` leaves nothing.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import requests
 
 from reconciler.controller.backend import Failure, failure_of
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.recovery import alive, children_running
+from reconciler.engine.stack import ServiceStack
+from reconciler.engine.state_store import LockRecord
 from tests.builders import stored_service
 from tests.emulated import wait_until
 from tests.integration.engine.conftest import Env, only, spec_for
@@ -50,14 +50,10 @@ def _processes_of(marker: str) -> list[int]:
     return found
 
 
-def _locks(backend: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in (backend / ".pulumi" / "locks").rglob("*.json"):
-        try:
-            out.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    return out
+def _locks(stack: ServiceStack) -> list[LockRecord]:
+    store = stack.engine.store
+    assert store is not None
+    return store.list_locks(stack.name)
 
 
 def test_hanging_up_is_interrupted_then_next_ensure_converges(
@@ -73,8 +69,7 @@ def test_hanging_up_is_interrupted_then_next_ensure_converges(
     stack = env.engine(config, operation_timeout=TIMEOUT, interrupt_grace=GRACE).stack(
         service=spec.service
     )
-    backend = env.state_dir / "backend"
-    marker = backend.as_uri()
+    marker = (env.state_dir / "backend").as_uri()
 
     outcome: list[BaseException] = []
 
@@ -104,7 +99,7 @@ def test_hanging_up_is_interrupted_then_next_ensure_converges(
     wait_until(lambda: not _processes_of(marker) or None, timeout=30)
     # pulumi stuck on a create does not stop on SIGINT, so it is killed and its lock stays;
     # the lock must be stale (its owner gone), which the next operation clears
-    assert all(not alive(int(lock["pid"])) for lock in _locks(backend)), _locks(backend)
+    assert all(not alive(lock.pid or 0) for lock in _locks(stack)), _locks(stack)
 
     # the cloud recovers: the fault is cleared and the stuck create completes
     requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
@@ -124,7 +119,7 @@ def test_hanging_up_is_interrupted_then_next_ensure_converges(
     assert len(inv["members"]) == 2
     assert not stack.ensure(spec).changed
     assert not _processes_of(marker)
-    assert _locks(backend) == []
+    assert _locks(stack) == []
 
     assert stack.delete().existed
     assert env.cloud.lbs() == []

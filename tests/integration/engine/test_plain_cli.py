@@ -1,67 +1,83 @@
-"""Usage 2 of DESIGN.md: the plain `pulumi` CLI inspects the stacks the engine made.
+"""Usages 2 and 3 of DESIGN.md: the plain `pulumi` CLI inspects the stacks the engine made.
 
-From the repository root (the Pulumi.yaml of project lb-reconciler), with the engine's backend
-and passphrase, `pulumi stack ls --tag`, `stack output`, `stack history` and `stack export`
-show each Service's infrastructure.
+As a person or CI would, on each kind of backend (file://, postgres://, s3://): another process
+with only the backend URL, the passphrase (and for s3:// the access keys) in its environment, an
+empty home and an empty working folder (no Pulumi.yaml), runs `pulumi stack ls --all --tag`,
+`stack output`, `stack history` and `stack export` and sees each Service's infrastructure.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler.local.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
 
-def _pulumi(env: Env, backend: str, *args: str, json_flag: bool = True) -> Any:
+def _pulumi(env: Env, where: Path, *args: str, json_flag: bool = True) -> Any:
+    """``pulumi <args>`` in another process that knows only the backend and the passphrase."""
+    assert env.backend is not None
+    home = where / "home"
+    home.mkdir(exist_ok=True)
     done = subprocess.run(
         [str(env.toolchain.path("pulumi")), *args, *(["--json"] if json_flag else [])],
-        cwd=REPO_ROOT,
+        cwd=where,
         capture_output=True,
         text=True,
         check=False,
         env={
-            **env.toolchain.env(),
-            "PULUMI_BACKEND_URL": backend,
+            "PATH": os.defpath,
+            "HOME": str(home),
+            **env.backend.cli_env(),
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
         },
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def test_stack_ls_output_history_export(env: Env) -> None:
+def test_stack_ls_output_history_export(backend_env: Env) -> None:
+    env = backend_env
     config = env.config()
     spec = spec_for(stored_service("inspect"), config)
     engine = env.engine(config)
     stack = engine.stack(service=spec.service)
     ensured = stack.ensure(spec)
-    backend = engine.settings.backend
+    # outside any project (a --basetemp inside this checkout would find its Pulumi.yaml)
+    where = Path(tempfile.mkdtemp(prefix="lbr-elsewhere-"))
+    qualified = f"organization/lb-reconciler/{stack.name}"
     try:
-        listed = _pulumi(env, backend, "stack", "ls", "--tag", f"lbr:cluster={CLUSTER}")
-        assert [s["name"] for s in listed] == [stack.name]
-        by_name = _pulumi(env, backend, "stack", "ls", "--tag", "lbr:name=inspect")
-        assert [s["name"] for s in by_name] == [stack.name]
-        assert _pulumi(env, backend, "stack", "ls", "--tag", "lbr:name=nobody") == []
+        listed = _pulumi(env, where, "stack", "ls", "--all", "--tag", f"lbr:cluster={CLUSTER}")
+        assert [s["name"] for s in listed] == [qualified]
+        by_name = _pulumi(env, where, "stack", "ls", "--all", "--tag", "lbr:name=inspect")
+        assert [s["name"] for s in by_name] == [qualified]
+        assert _pulumi(env, where, "stack", "ls", "--all", "--tag", "lbr:name=nobody") == []
 
-        outputs = _pulumi(env, backend, "stack", "output", "-s", stack.name)
+        outputs = _pulumi(env, where, "stack", "output", "-s", qualified)
         assert outputs["lb_id"] == ensured.outputs["lb_id"]
         assert outputs["spec_hash"] == spec.spec_hash()
 
-        history = _pulumi(env, backend, "stack", "history", "-s", stack.name)
+        history = _pulumi(env, where, "stack", "history", "-s", qualified)
         assert [h["kind"] for h in history] == ["update"]
         assert history[0]["result"] == "succeeded"
 
-        exported = _pulumi(env, backend, "stack", "export", "-s", stack.name, json_flag=False)
+        exported = _pulumi(env, where, "stack", "export", "-s", qualified, json_flag=False)
         types = {r["type"] for r in exported["deployment"]["resources"]}
         assert "openstack:loadbalancer/loadBalancer:LoadBalancer" in types
     finally:
         stack.delete()
+    assert _pulumi(env, where, "stack", "ls", "--all", "--tag", f"lbr:cluster={CLUSTER}") == []
+    assert sorted(p.name for p in where.iterdir()) == ["home"]  # nothing written but its home
+    shutil.rmtree(where)
 
 
 def test_engine_needs_no_pulumi_on_the_process_path(

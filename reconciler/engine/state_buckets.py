@@ -1,0 +1,233 @@
+"""The objects of a Pulumi DIY backend, per kind of backend URL: list, read, write, delete.
+
+Only :mod:`reconciler.engine.state_store` uses the buckets (it says what the objects *mean*);
+they say how a backend URL maps to objects, by the same rules the ``pulumi`` CLI (v3.259) follows
+through the gocloud blob library, so a key here is the key the CLI reads and writes. This module
+holds what every bucket shares and the ``file://`` one; :mod:`reconciler.engine.state_s3` and
+:mod:`reconciler.engine.state_postgres` the others:
+
+* ``file://<folder>``: the object ``k`` is the file ``<folder>/k``; the blob library keeps a
+  ``<file>.attrs`` sidecar (content type, MD5) beside each, hidden from listings, removed with
+  its object, written here the same way.
+* ``s3://<bucket>[/<path>]?<params>``: the object ``k`` is ``[<prefix param>][<path>/]k`` in the
+  bucket. The parameters are gocloud's (``endpoint``, ``region``, ``use_path_style`` or
+  ``s3ForcePathStyle``, ``disable_https`` or ``disableSSL``, ``profile``, ``prefix``, the
+  checksum settings); credentials are the AWS SDK's usual ones (``AWS_ACCESS_KEY_ID`` and
+  ``AWS_SECRET_ACCESS_KEY``, ``AWS_PROFILE``, ...), read from the environment ``pulumi`` gets.
+* ``postgres://user:pass@host:port/<database>?table=<t>&...``: Pulumi's DIY PostgreSQL backend
+  (``pkg/backend/diy/postgres``): one row per object in table ``<t>`` (default ``pulumi_state``:
+  ``key TEXT PRIMARY KEY, data JSON, updated_at TIMESTAMPTZ``), ``data`` =
+  ``{"data": "<base64 of the bytes>"}``; and since the CLI treats a non-file URL's path as a
+  folder in the bucket, each key is ``<database>/k``. ``PG*`` variables of the environment fill
+  what the URL leaves out, as for the CLI's driver.
+
+Any other scheme (Pulumi Cloud, ``gs://``, ``azblob://``) has no bucket here
+(:func:`reconciler.engine.state_store.open_state_store` returns None): the engine asks the CLI.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+__all__ = [
+    "Bucket",
+    "BucketError",
+    "FileBucket",
+    "StoredObject",
+    "is_true",
+    "key_prefix",
+    "redacted_url",
+    "url_query",
+]
+
+ATTRS = ".attrs"  # the blob library's sidecar of a file:// object
+_SIDECAR_DEFAULTS: dict[str, object] = {
+    "user.cache_control": "",
+    "user.content_disposition": "",
+    "user.content_encoding": "",
+    "user.content_language": "",
+    "user.content_type": "text/plain; charset=utf-8",
+    "user.metadata": None,
+}
+
+
+class BucketError(RuntimeError):
+    """The backend could not be reached or answered an error; the message names the backend
+    (credentials removed) and what failed."""
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object of a backend: its key (relative to the backend's root, e.g.
+    ``.pulumi/meta.yaml``), size in bytes and last modification."""
+
+    key: str
+    size: int
+    modified: datetime
+
+
+class Bucket(Protocol):
+    url: str  # the backend URL, credentials removed (for messages)
+
+    def list(self, prefix: str) -> list[StoredObject]:
+        """The objects whose key starts with ``prefix``, sorted by key."""
+        ...
+
+    def read(self, key: str) -> bytes | None:
+        """The object's bytes; None when there is no such object."""
+        ...
+
+    def read_many(self, prefix: str, suffix: str) -> dict[str, bytes]:
+        """Every object under ``prefix`` whose key ends with ``suffix``, read."""
+        ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def write(self, key: str, data: bytes) -> None: ...
+
+    def delete(self, key: str) -> None:
+        """Remove the object; no error when it is already gone."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without a password (for messages and logs)."""
+    return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:****@", url)
+
+
+def url_query(url: str) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
+
+
+def is_true(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "t", "true", "yes"}
+
+
+def key_prefix(url: str) -> str:
+    """The key prefix the CLI puts before every object of a non-file URL: gocloud's ``prefix``
+    parameter, then the URL's path as a folder (pulumi's ``blob.PrefixedBucket``)."""
+    path = unquote(urlsplit(url).path).lstrip("/")
+    folder = path if not path or path.endswith("/") else path + "/"
+    return url_query(url).get("prefix", "") + folder
+
+
+# --- file:// -------------------------------------------------------------------------------
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class FileBucket:
+    """A ``file://`` backend: a folder."""
+
+    def __init__(self, root: Path, *, url: str) -> None:
+        self.root = root
+        self.url = url
+
+    @classmethod
+    def from_url(cls, url: str) -> FileBucket:
+        """``file://<folder>``, as the CLI reads it (``~`` is the home folder; a relative
+        folder is taken from the current one; query parameters are the blob library's)."""
+        path = unquote(url[len("file://") :].split("?", 1)[0])
+        return cls(Path(os.path.expanduser(path)).absolute(), url=url)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise BucketError(f"key {key!r} is outside the backend {self.url}")
+        return path
+
+    def list(self, prefix: str) -> list[StoredObject]:
+        start = self.root / prefix.rpartition("/")[0]
+        out = []
+        for folder, _dirs, files in os.walk(start):
+            for name in files:
+                path = Path(folder) / name
+                key = path.relative_to(self.root).as_posix()
+                if name.endswith(ATTRS) or not key.startswith(prefix):
+                    continue
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue  # removed meanwhile
+                modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
+                out.append(StoredObject(key=key, size=st.st_size, modified=modified))
+        return sorted(out, key=lambda o: o.key)
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise BucketError(f"reading {key} of {self.url}: {exc}") from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def read_many(self, prefix: str, suffix: str) -> dict[str, bytes]:
+        found = {}
+        for obj in self.list(prefix):
+            if obj.key.endswith(suffix) and (data := self.read(obj.key)) is not None:
+                found[obj.key] = data
+        return found
+
+    def write(self, key: str, data: bytes) -> None:
+        """The object, then its sidecar, each written whole (a temporary file renamed over the
+        old one); the blob library writes the sidecar in place, which a kill can tear."""
+        path = self._path(key)
+        _write_atomically(path, data)
+        sidecar = path.with_name(path.name + ATTRS)
+        attrs: dict[str, object] = dict(_SIDECAR_DEFAULTS)
+        with contextlib.suppress(OSError, ValueError):
+            old = json.loads(sidecar.read_text())
+            if isinstance(old, dict):
+                attrs.update(old)
+        attrs["md5"] = base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324
+        _write_atomically(sidecar, json.dumps(attrs).encode())
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        path.with_name(path.name + ATTRS).unlink(missing_ok=True)
+
+    def torn_sidecars(self, prefix: str) -> Iterator[Path]:
+        """The sidecars under ``prefix`` that are not JSON (a kill while the blob library
+        wrote one in place)."""
+        folder, _, start = prefix.rpartition("/")
+        for sidecar in (self.root / folder).glob(f"{start}*{ATTRS}"):
+            try:
+                json.loads(sidecar.read_text())
+            except ValueError:
+                yield sidecar
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        pass

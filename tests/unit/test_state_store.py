@@ -1,0 +1,179 @@
+"""The state store's pure parts: backend URLs to buckets and key prefixes, lock records, keys.
+
+(Each kind of backend against the real CLI and servers: tests/integration/backends/.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from reconciler.engine.lock_plan import parse_lock
+from reconciler.engine.state_buckets import FileBucket, key_prefix, redacted_url
+from reconciler.engine.state_postgres import PostgresBucket, _pg_connect_args
+from reconciler.engine.state_s3 import S3Bucket
+from reconciler.engine.state_store import BucketError, StateStore, open_state_store
+
+
+@pytest.mark.parametrize(
+    ("url", "prefix"),
+    [
+        ("s3://bucket", ""),
+        ("s3://bucket/", ""),
+        ("s3://bucket/state", "state/"),
+        ("s3://bucket/a/b/?region=x", "a/b/"),
+        ("s3://bucket/a?prefix=p-", "p-a/"),  # gocloud's prefix first, then the CLI's folder
+        ("postgres://u:p@h:5432/lbr?sslmode=disable", "lbr/"),  # the database name
+        ("postgres://u:p@h:5432", ""),
+    ],
+)
+def test_the_key_prefix_is_the_clis(url: str, prefix: str) -> None:
+    assert key_prefix(url) == prefix
+
+
+def test_each_scheme_gets_its_bucket(tmp_path: Path) -> None:
+    kinds = {
+        tmp_path.as_uri(): FileBucket,
+        "s3://bucket/state?endpoint=127.0.0.1:9&disableSSL=true": S3Bucket,
+        "postgres://u:p@127.0.0.1:9/db": PostgresBucket,
+    }
+    for url, kind in kinds.items():
+        store = open_state_store(url, env={})  # connects to nothing
+        assert store is not None
+        assert isinstance(store.bucket, kind)
+    for url in ("https://api.pulumi.com", "gs://bucket", "azblob://container"):
+        assert open_state_store(url) is None  # the CLI alone reads these
+
+
+def test_file_urls_as_the_cli_reads_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert FileBucket.from_url("file://~/state").root == tmp_path / "state"
+    assert FileBucket.from_url("file:///srv/a%20b?no_tmp_dir=false").root == Path("/srv/a b")
+
+
+def test_passwords_stay_out_of_messages() -> None:
+    url = "postgres://lbr:s3cr%2Ft@db.example:5432/lbr?sslmode=require"
+    assert redacted_url(url) == "postgres://lbr:****@db.example:5432/lbr?sslmode=require"
+    assert PostgresBucket(url, env={}).url == redacted_url(url)
+    assert redacted_url("s3://bucket/x?region=y") == "s3://bucket/x?region=y"
+
+
+def test_postgres_urls_as_the_clis_driver_reads_them() -> None:
+    args = _pg_connect_args(
+        "postgres://lbr:p%40ss@db:6432/state?sslmode=verify-full&table=T&search_path=pulumi"
+        "&application_name=lbr",
+        {"PGPASSWORD": "ignored", "PGCONNECT_TIMEOUT": "3", "PGSSLROOTCERT": "/ca.pem"},
+    )
+    assert args == {
+        "host": "db",
+        "port": "6432",
+        "user": "lbr",
+        "password": "p@ss",  # the URL's, not the environment's
+        "dbname": "state",
+        "sslmode": "verify-full",
+        "application_name": "lbr",
+        "options": "-c search_path=pulumi",  # lib/pq sends unknown parameters as settings
+        "sslrootcert": "/ca.pem",
+        "connect_timeout": "3",
+    }
+    bare = _pg_connect_args("postgres://", {"PGHOST": "h", "PGUSER": "u", "PGPASSWORD": "p"})
+    assert bare == {"host": "h", "user": "u", "password": "p", "connect_timeout": "10"}
+
+
+@pytest.mark.parametrize(
+    ("table", "parts"),
+    [("", ("pulumi_state",)), ("Team_State", ("team_state",)), ("ops.state", ("ops", "state"))],
+)
+def test_the_table_is_the_one_the_cli_makes(table: str, parts: tuple[str, ...]) -> None:
+    url = "postgres://u@h/db" + (f"?table={table}" if table else "")
+    assert PostgresBucket(url, env={}).table == parts
+
+
+def test_a_table_name_that_is_not_plain_sql_is_refused() -> None:
+    with pytest.raises(BucketError, match=r"table 'x; drop' is not a plain SQL name"):
+        PostgresBucket("postgres://u@h/db?table=x;%20drop", env={})
+
+
+def test_an_s3_url_needs_a_bucket() -> None:
+    with pytest.raises(BucketError, match="no bucket name"):
+        S3Bucket("s3:///state", env={})
+
+
+def test_lock_records() -> None:
+    data = json.dumps(
+        {
+            "pid": 42,
+            "username": "root",
+            "hostname": "node-a",
+            "timestamp": "2026-11-24T17:03:24.788123456+01:00",
+        }
+    ).encode()
+    lock = parse_lock(data.decode(), stack="c.ns.web", key="k")
+    assert (lock.pid, lock.hostname, lock.username, lock.readable) == (42, "node-a", "root", True)
+    assert lock.timestamp == datetime(2026, 11, 24, 16, 3, 24, 788123, tzinfo=UTC)
+    for unreadable in ("", '{"pid": ', "[]", '{"pid": "x", "hostname": "h"}'):
+        torn = parse_lock(unreadable, stack="c.ns.web", key="k")
+        assert not torn.readable  # being written, a temporary file, or gone
+
+
+def test_only_lock_objects_can_be_deleted_as_locks(tmp_path: Path) -> None:
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    lock = tmp_path / ".pulumi/locks/organization/lb-reconciler/c.ns.web/u.json"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("{}")
+    for key in (
+        ".pulumi/stacks/lb-reconciler/c.ns.web.json",
+        ".pulumi/locks/organization/lb-reconciler/c.ns.web",
+        ".pulumi/locks/organization/lb-reconciler/../x/u.json",
+        ".pulumi/locks/organization/other-project/c.ns.web/u.json",
+    ):
+        with pytest.raises(ValueError, match="not a lock"):
+            store.delete_lock(key)
+    store.delete_lock(".pulumi/locks/organization/lb-reconciler/c.ns.web/u.json")
+    assert not lock.exists()
+    store.delete_lock(".pulumi/locks/organization/lb-reconciler/c.ns.web/u.json")  # gone: fine
+
+
+def test_file_keys_stay_inside_the_backend(tmp_path: Path) -> None:
+    bucket = FileBucket(tmp_path / "b", url="file://b")
+    with pytest.raises(BucketError, match="outside the backend"):
+        bucket.read("../secret")
+
+
+def test_an_old_layout_is_refused_with_the_fix(tmp_path: Path) -> None:
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    store.check_layout()  # new: fine
+    (tmp_path / ".pulumi").mkdir()
+    (tmp_path / ".pulumi/meta.yaml").write_text("version: 1\n")
+    store.check_layout()
+    (tmp_path / ".pulumi/meta.yaml").write_text("version: 0\n")
+    with pytest.raises(BucketError, match="pulumi state upgrade"):
+        store.check_layout()
+
+
+STORE_MODULES = {"state_store.py", "state_buckets.py", "state_s3.py", "state_postgres.py"}
+
+
+def test_only_the_store_knows_the_layout() -> None:
+    """No module outside reconciler/engine/state_*.py names a key of Pulumi's DIY layout, and
+    only state_store uses the buckets (docs/operations.md, "Choosing a backend")."""
+    root = Path(__file__).resolve().parents[2]
+    layout = re.compile(r"""["'/]\.pulumi["'/]|\.pulumi-tags|locks/organization|\.attrs["']""")
+    wrong = []
+    for top in ("reconciler", "stacks", "bench", "emulator"):
+        for path in sorted((root / top).rglob("*.py")):
+            text = path.read_text()
+            if path.name in STORE_MODULES and path.parent.name == "engine":
+                continue
+            code = "\n".join(
+                line for line in text.splitlines() if not line.lstrip().startswith(("#", "*"))
+            )
+            if layout.search(code):
+                wrong.append(f"{path.relative_to(root)} names the layout")
+            if re.search(r"state_(buckets|s3|postgres)\b", code) and path.name != "__init__.py":
+                wrong.append(f"{path.relative_to(root)} uses a bucket")
+    assert wrong == []
