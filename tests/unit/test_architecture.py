@@ -218,6 +218,7 @@ PURE = [
     "reconciler.engine.adopt_plan",
     "reconciler.engine.ownership",
     "reconciler.engine.adopt_preview",
+    "reconciler.engine.state_retention",
     "reconciler.cli.preview_plan",
     "reconciler.cli.preview_report",
     "reconciler.cli.sweep_plan",
