@@ -18,6 +18,7 @@ from importlib.metadata import version
 from reconciler.cli.common import CommandError
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
+from reconciler.engine.state_retention import DEFAULT_KEEP
 from reconciler.local.demo import Demo, run_flow, stop_process
 from reconciler.local.plane import ControlPlaneError, LocalControlPlane
 from reconciler.local.toolchain import ToolchainError, find_toolchain
@@ -151,6 +152,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _seconds(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -190,6 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             orphan_grace=args.orphan_grace,
             drift_interval=args.drift_interval,
         ),
+        keep_history=args.keep_history,
     )
     return run(options)
 
@@ -267,6 +279,15 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="S",
         help="refresh each stack this often, staggered, and repair drift; 0 disables "
         "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--keep-history",
+        type=_non_negative_int,
+        default=DEFAULT_KEEP,
+        metavar="N",
+        help="keep the newest N entries of each stack's history (`pulumi stack history`) and "
+        "N checkpoint backups; older ones are removed after each operation, and a removed "
+        "stack's backups with it (default: %(default)s)",
     )
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")

@@ -39,6 +39,7 @@ from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.state_retention import DEFAULT_KEEP
 
 __all__ = ["RunOptions", "run"]
 
@@ -68,6 +69,7 @@ class RunOptions:
     http_address: str = "0.0.0.0:8080"  # "" disables /healthz, /readyz, /metrics
     housekeeping: HousekeepingSettings = field(default_factory=HousekeepingSettings)
     shutdown_grace: float = 30.0
+    keep_history: int = DEFAULT_KEEP  # history entries and backups kept per stack
 
 
 def _identity(options: RunOptions) -> str:
@@ -131,6 +133,7 @@ def pulumi_engine(
     state_dir: Path,
     backend_url: str,
     cluster_id: str = "",
+    keep_history: int = DEFAULT_KEEP,
 ) -> LoadBalancerEngine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -143,6 +146,7 @@ def pulumi_engine(
         backend_url=backend_url,
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
+        keep_history=keep_history,
     )
     return PulumiEngine(engine=Engine(settings=settings))
 
@@ -172,6 +176,7 @@ def run(
             state_dir=options.state_dir,
             backend_url=options.backend_url,
             cluster_id=cluster_identity(kube),
+            keep_history=options.keep_history,
         )
     done = stop or threading.Event()
     if stop is None and threading.current_thread() is threading.main_thread():

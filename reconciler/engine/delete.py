@@ -70,6 +70,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     IP the stack made is left in the cloud."""
     stack = ss.open_stack(create=False)
     if stack is None:
+        ss.forget()
         return DeleteResult(existed=False)
     tags = ss.tags_of(stack)
     current = tags.read()
@@ -138,6 +139,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     except auto.CommandError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
     gone = _delete_released(ss, rest, lb_id) if lb_id and shared else False
+    ss.forget()
     return DeleteResult(True, released, gone)
 
 

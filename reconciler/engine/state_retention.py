@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 __all__ = ["DEFAULT_KEEP", "backups_to_prune", "history_to_prune", "retention_bound"]
 
-DEFAULT_KEEP = 10  # history entries (and checkpoint backups) kept per stack
+DEFAULT_KEEP = 5  # history entries (and checkpoint backups) kept per stack: docs/operations.md
 _EXT = r"json(?:\.gz|\.zst)?(?:\.attrs)?"
 
 
