@@ -43,8 +43,11 @@ __all__ = [
     "list_cluster",
     "load_cloud_config",
     "logged_in",
+    "non_negative_int",
     "open_engine",
+    "positive_int",
     "require_cluster_name",
+    "seconds",
     "shown_url",
 ]
 
@@ -317,3 +320,33 @@ def logged_in(engine: Engine) -> OpenStackRest:
     except OpenStackRestError as exc:
         raise CommandError(f"cannot use the OpenStack cloud: {exc}") from None
     return rest
+
+
+# --- argparse types --------------------------------------------------------------------------
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a duration in seconds, 0 or more."""
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value}")
+    return value

@@ -16,9 +16,17 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
-from reconciler.cli.common import CommandError, backend_url, shown_url
+from reconciler.cli.common import (
+    CommandError,
+    backend_url,
+    non_negative_int,
+    positive_int,
+    seconds,
+    shown_url,
+)
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
+from reconciler.engine.state_retention import DEFAULT_KEEP
 from reconciler.local.demo import Demo, run_flow, stop_process
 from reconciler.local.plane import ControlPlaneError, LocalControlPlane
 from reconciler.local.toolchain import ToolchainError, find_toolchain
@@ -164,20 +172,6 @@ exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unu
 """
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value}")
-    return value
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
@@ -221,6 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             drift_interval=args.drift_interval,
             drift=drift,
         ),
+        keep_history=args.keep_history,
     )
     return run(options)
 
@@ -264,7 +259,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="do not serve Services without a class (when OCCM runs beside us)",
     )
-    p.add_argument("--workers", type=_positive_int, default=4, help="parallel Services (4)")
+    p.add_argument("--workers", type=positive_int, default=4, help="parallel Services (4)")
     p.add_argument("--namespace", help="watch Services of this namespace only (default: all)")
     p.add_argument(
         "--leader-elect",
@@ -273,9 +268,9 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--leader-elect-namespace", default="lb-reconciler", metavar="NS")
     p.add_argument("--leader-elect-name", default="lb-reconciler", metavar="NAME")
-    p.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="S")
-    p.add_argument("--leader-elect-renew-deadline", type=_seconds, default=10.0, metavar="S")
-    p.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="S")
+    p.add_argument("--leader-elect-lease-duration", type=seconds, default=15.0, metavar="S")
+    p.add_argument("--leader-elect-renew-deadline", type=seconds, default=10.0, metavar="S")
+    p.add_argument("--leader-elect-retry-period", type=seconds, default=2.0, metavar="S")
     p.add_argument(
         "--http-address",
         default="0.0.0.0:8080",
@@ -284,21 +279,21 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--housekeeping-interval",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="S",
         help="how often stacks are listed for orphans and drift checks (default: %(default)s)",
     )
     p.add_argument(
         "--orphan-grace",
-        type=_seconds,
+        type=seconds,
         default=120.0,
         metavar="S",
         help="a stack without its Service is destroyed after this long (default: %(default)s)",
     )
     p.add_argument(
         "--drift-interval",
-        type=_seconds,
+        type=seconds,
         default=3600.0,
         metavar="S",
         help="compare each stack with the cloud this often, staggered; 0: no drift checks "
@@ -311,6 +306,15 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="what a drift check does: repair (refresh, then up puts the cloud back), report "
         "(refresh --preview-only: nothing written; a Warning Event DriftDetected and the "
         "gauge lbr_drifted_stacks), off (default: repair; off with --drift-interval 0)",
+    )
+    p.add_argument(
+        "--keep-history",
+        type=non_negative_int,
+        default=DEFAULT_KEEP,
+        metavar="N",
+        help="keep the newest N entries of each stack's history (`pulumi stack history`) and "
+        "N checkpoint backups; older ones are removed after each operation, and a removed "
+        "stack's backups with it (default: %(default)s)",
     )
     p.add_argument("--log-format", choices=("json", "text"), default="json")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")

@@ -53,6 +53,7 @@ from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.state_retention import DEFAULT_KEEP
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
@@ -85,6 +86,7 @@ class RunOptions:
     http_address: str = "0.0.0.0:8080"  # "" disables /healthz, /readyz, /metrics
     housekeeping: HousekeepingSettings = field(default_factory=HousekeepingSettings)
     shutdown_grace: float = 30.0
+    keep_history: int = DEFAULT_KEEP  # history entries and backups kept per stack
 
 
 def _identity(options: RunOptions) -> str:
@@ -188,6 +190,7 @@ def pulumi_engine(
     cluster_id: str = "",
     leading: Callable[[], bool] | None = None,
     writer: str = "",
+    keep_history: int = DEFAULT_KEEP,
 ) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -201,6 +204,7 @@ def pulumi_engine(
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
         writer=writer,
+        keep_history=keep_history,
     )
     return Engine(settings=settings, leading=leading)
 
@@ -234,6 +238,7 @@ def run(
             cluster_id=cluster_identity(kube),
             leading=leadership,
             writer=f"lb-reconciler run, replica {identity}",
+            keep_history=options.keep_history,
         )
         failed = cloud_login(core)
         if failed is not None:

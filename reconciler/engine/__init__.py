@@ -36,6 +36,7 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   tags, locks, for ``file://``, ``s3://`` and ``postgres://`` alike); the objects it reads are
   reached through :mod:`.state_buckets` (what every bucket shares, and ``file://``),
   :mod:`.state_s3` and :mod:`.state_postgres`;
+* :mod:`.state_retention`: which history entries and checkpoint backups a stack keeps (pure);
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
   naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed
   run's output says (the cloud's answers, the error lines, the message a user reads; pure);

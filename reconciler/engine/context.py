@@ -34,6 +34,7 @@ from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
+from reconciler.engine.state_retention import DEFAULT_KEEP
 from reconciler.engine.state_store import StateStore, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
@@ -57,6 +58,8 @@ class EngineSettings:
     interrupt_grace: float = 30.0
     # seconds the provider waits for a child's delete (stacks.vocabulary.CHILD_DELETE_TIMEOUT_KEY)
     child_delete_timeout: float = 120.0
+    # history entries and checkpoint backups kept per stack (state_retention)
+    keep_history: int = DEFAULT_KEEP
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):
     # "" when unknown; then only name and description tell this cluster's load balancers

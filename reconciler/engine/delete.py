@@ -72,6 +72,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     IP the stack made is left in the cloud."""
     stack = ss.open_stack(create=False)
     if stack is None:
+        ss.forget()
         return DeleteResult(existed=False)
     tags = ss.tags_of(stack)
     current = tags.read()
@@ -143,6 +144,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     # Whoever leaves a released load balancer last deletes it, the owner too: a sharer that
     # left at the same moment may have seen the owner still on it
     gone = _delete_released(ss, rest, lb_id) if lb_id and (shared or released) else False
+    ss.forget()
     return DeleteResult(True, released, gone)
 
 

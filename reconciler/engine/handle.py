@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -176,16 +177,49 @@ class StackHandle:
             )
         self.engine.fence(doing, stack=self.name)
         log.info("stack operation started", extra={"stack_name": self.name, "operation": doing})
-        return run_with_deadline(
-            run,
-            stack_name=self.name,
-            doing=doing,
-            timeout=settings.operation_timeout,
-            grace=settings.interrupt_grace,
-            on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
-            cancel=self.engine.cancelled,
-            leading=self.engine.leading,
-        )
+        try:
+            return run_with_deadline(
+                run,
+                stack_name=self.name,
+                doing=doing,
+                timeout=settings.operation_timeout,
+                grace=settings.interrupt_grace,
+                on_error=lambda exc: self.engine.error(exc, stack=self.name, doing=doing),
+                cancel=self.engine.cancelled,
+                leading=self.engine.leading,
+            )
+        finally:
+            self.prune()
+
+    def prune(self) -> None:
+        """Keep the newest ``keep_history`` history entries and checkpoint backups of the
+        stack (each operation adds one of each, and the CLI never removes them). A backend
+        that cannot be pruned now is pruned after the next operation: logged, not raised.
+        Skipped once this process no longer leads (a write like any other)."""
+        leading = self.engine.leading
+        if leading is not None and not leading():
+            return
+        try:
+            store = self.engine.store
+            if store is not None:
+                store.prune(self.name, keep=self.engine.settings.keep_history)
+        except (BucketError, OSError) as exc:
+            log.warning("stack %s: history not pruned: %s", self.name, exc)
+
+    def forget(self) -> None:
+        """After ``stack rm``: what the CLI leaves of the stack in the backend (backups, the
+        checkpoint's ``.bak``) and its work folder here go too (the backend's, only while
+        this process may write)."""
+        leading = self.engine.leading
+        try:
+            if leading is not None and not leading():
+                raise OSError("this process no longer holds the Lease")
+            store = self.engine.store
+            if store is not None:
+                store.remove_leftovers(self.name)
+        except (BucketError, OSError) as exc:
+            log.warning("stack %s: leftovers in the backend not removed: %s", self.name, exc)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def recover(
         self,

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -334,7 +333,7 @@ class ServiceStack(StackHandle):
         if not existed:
             with contextlib.suppress(auto.CommandError):
                 stack.workspace.remove_stack(self.name)
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.forget()
             return
         if config is not None:  # as it was: secrets keep their ciphertext
             (self.work_dir / f"Pulumi.{self.name}.yaml").write_bytes(config)

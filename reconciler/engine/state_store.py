@@ -37,6 +37,7 @@ import yaml
 from reconciler.engine.lock_plan import LockRecord, parse_lock
 from reconciler.engine.state_buckets import Bucket, BucketError, FileBucket, StoredObject
 from reconciler.engine.state_postgres import PostgresBucket
+from reconciler.engine.state_retention import backups_to_prune, history_to_prune
 from reconciler.engine.state_s3 import S3Bucket
 from stacks.vocabulary import PROJECT
 
@@ -237,6 +238,37 @@ class StateStore:
         ):
             found += self.bucket.list(prefix)
         return found
+
+    # --- retention (:mod:`reconciler.engine.state_retention` decides) -------------------------
+
+    def prune(self, stack: str, *, keep: int) -> int:
+        """Remove ``stack``'s history entries and checkpoint backups beyond the newest
+        ``keep`` of each; how many objects went. Two listings when there is nothing to do."""
+        history = [o.key for o in self.bucket.list(self.history_prefix(stack))]
+        backups = [o.key for o in self.bucket.list(self.backups_prefix(stack))]
+        doomed = history_to_prune(history, stack=stack, keep=keep)
+        doomed += backups_to_prune(backups, stack=stack, keep=keep)
+        for key in doomed:
+            self.bucket.delete(key)
+        return len(doomed)
+
+    def remove_leftovers(self, stack: str) -> int:
+        """After ``pulumi stack rm``: remove what the CLI leaves of the stack (its checkpoint
+        backups, the ``.json.bak`` beside its checkpoint, any history); nothing while the
+        stack exists again (made anew meanwhile). How many objects went."""
+        if self.stack_exists(stack):
+            return 0
+        base = f"{self.stacks_prefix()}{stack}"
+        leftovers = [
+            o.key
+            for o in self.bucket.list(f"{base}.")
+            if o.key[len(base) :] in (".json.bak", ".json.gz.bak", ".json.zst.bak")
+        ]
+        for prefix in (self.history_prefix(stack), self.backups_prefix(stack)):
+            leftovers += [o.key for o in self.bucket.list(prefix)]
+        for key in leftovers:
+            self.bucket.delete(key)
+        return len(leftovers)
 
     def repair_torn_sidecars(self, stack: str) -> list[str]:
         """Remove a ``file://`` backend's torn ``.attrs`` sidecars of ``stack``; their names.

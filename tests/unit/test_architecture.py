@@ -222,6 +222,7 @@ PURE = [
     "reconciler.engine.adopt_preview",
     "reconciler.engine.results",
     "reconciler.controller.drift_plan",
+    "reconciler.engine.state_retention",
     "reconciler.cli.preview_plan",
     "reconciler.cli.preview_report",
     "reconciler.cli.sweep_plan",
