@@ -47,6 +47,14 @@ class ControllerSetup:
     logs: Path
     cluster_name: str = "e2e"
     extra_args: list[str] = field(default_factory=list)
+    # the state backend ("" : run's default, file://<state_dir>/backend) and what pulumi needs
+    # beside its URL (s3://: the AWS keys)
+    backend_url: str = ""
+    backend_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        return self.backend_url or (self.state_dir / "backend").absolute().as_uri()
 
 
 def other_hostname(hostname: str) -> list[str]:
@@ -96,6 +104,7 @@ class ControllerProcess:
             f"127.0.0.1:{self.port}",
             "--log-format",
             "json",
+            *(["--backend-url", setup.backend_url] if setup.backend_url else []),
             *setup.extra_args,
             *(args or []),
         ]
@@ -108,6 +117,7 @@ class ControllerProcess:
         env["POD_NAME"] = self.identity
         env.pop("KUBECONFIG", None)
         env.pop("PULUMI_BACKEND_URL", None)  # run's default backend: the state folder's file://
+        env.update(self.setup.backend_env)
         self.setup.logs.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(

@@ -30,6 +30,7 @@ from reconciler.local.demo import EXAMPLE_SERVICE
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
+from tests.backends import Backend
 from tests.builders import HOSTNAME_LABEL, make_node, make_service
 from tests.e2e.controller_process import ControllerProcess, ControllerSetup
 from tests.e2e.rbac import install_rbac, service_account_kubeconfig
@@ -227,6 +228,7 @@ class Cluster:
 
 @pytest.fixture
 def cluster(
+    request: pytest.FixtureRequest,
     plane: LocalControlPlane,
     admin_kube: KubeApi,
     toolchain: Toolchain,
@@ -235,6 +237,11 @@ def cluster(
     sa_kubeconfig: Path,
     tmp_path: Path,
 ) -> Iterator[Cluster]:
+    """A test's cluster; on the ``backend`` fixture's backend when the test asks for it (one run
+    per kind: file, postgres, s3), else on run's default ``file://`` in the state folder."""
+    backend: Backend | None = (
+        request.getfixturevalue("backend") if "backend" in request.fixturenames else None
+    )
     topo = emu.topology()
     conf = tmp_path / "cloud.conf"
     conf.write_text(
@@ -250,6 +257,8 @@ def cluster(
         state_dir=tmp_path / "state",
         logs=tmp_path / "logs",
         extra_args=["--housekeeping-interval", "2", "--orphan-grace", "3"],
+        backend_url=backend.url if backend is not None else "",
+        backend_env=dict(backend.env) if backend is not None else {},
     )
     c = Cluster(plane=plane, kube=admin_kube, toolchain=toolchain, cloud=cloud, setup=setup)
     try:
@@ -264,7 +273,11 @@ def cluster(
 # -- the seed's flow ---------------------------------------------------------------------------
 
 
-def test_kubectl_flow_pending_to_ip_and_delete_waits_for_the_cloud(cluster: Cluster) -> None:
+def test_kubectl_flow_pending_to_ip_and_delete_waits_for_the_cloud(
+    cluster: Cluster, backend: Backend
+) -> None:
+    """On each kind of backend (file, postgres, s3): the seed's flow, an edit, and the delete;
+    afterwards the backend holds nothing of the Service's stack."""
     c = cluster
     c.controller(args=FAST_LEASE)
     c.kubectl("apply", "-f", "-", stdin=EXAMPLE_SERVICE)
@@ -284,10 +297,24 @@ def test_kubectl_flow_pending_to_ip_and_delete_waits_for_the_cloud(cluster: Clus
     assert "EnsuringLoadBalancer" in reasons
     assert "EnsuredLoadBalancer" in reasons
 
+    # an edit: a second port, applied in place (same load balancer)
+    ports = [
+        {"name": "main", "port": 8765, "targetPort": 9376, "protocol": "TCP"},
+        {"name": "alt", "port": 8766, "targetPort": 9376, "protocol": "TCP"},
+    ]
+    c.kube.patch(c.svc_path("example-service"), {"spec": {"ports": ports}})
+    eventually(lambda: len(c.listeners_of(lbs[0]["id"])) == 2, what="the second listener")
+    assert [lb["id"] for lb in c.lbs_named("example-service")] == [lbs[0]["id"]]
+    store = backend.store()
+    stack = f"{c.setup.cluster_name}.{c.ns}.example-service"
+    assert store.stack_exists(stack)
+
     c.kubectl("delete", "service", "example-service", timeout=300)  # waits for the finalizer
     assert c.gone("example-service")
     assert c.lbs_named("example-service") == []
     assert c.cloud.created() == {}  # the emulator's inventory: nothing left that was made
+    assert store.objects_of(stack) == []  # no checkpoint, history, backup, tags or lock left
+    store.close()
 
 
 # -- type change, nodes ------------------------------------------------------------------------

@@ -29,7 +29,9 @@ from typing import Any
 
 import pytest
 
+from reconciler.engine.state_store import open_state_store
 from stacks.vocabulary import PROJECT
+from tests.backends import Backend
 from tests.e2e import test_controller_process as proc
 from tests.e2e.controller_process import PASSPHRASE, ControllerProcess
 from tests.e2e.test_controller_process import FAST_LEASE, Cluster, eventually, lease_holder
@@ -49,23 +51,28 @@ ARGS = [*FAST_LEASE, "--workers", str(len(SERVICES))]
 
 
 def locks(c: Cluster) -> list[dict[str, Any]]:
-    """The lock files of the backend's stacks, with ``stack`` added (a torn one is skipped)."""
-    root = c.setup.state_dir / "backend" / ".pulumi" / "locks"
-    out = []
-    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-        try:
-            lock = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        out.append({**lock, "stack": path.parent.name})
-    return out
+    """The locks of the backend's stacks (through the store, on any backend), each as
+    {stack, pid, hostname}; an unreadable one (being written) is skipped."""
+    store = open_state_store(c.setup.backend, env={**os.environ, **c.setup.backend_env})
+    assert store is not None
+    try:
+        return [
+            {"stack": lock.stack, "pid": lock.pid, "hostname": lock.hostname}
+            for held in store.all_locks().values()
+            for lock in held
+            if lock.readable
+        ]
+    finally:
+        store.close()
 
 
 def history(c: Cluster, stack: str) -> list[dict[str, Any]]:
     """``pulumi stack history --json`` of one stack, as a person with the backend URL runs it."""
     env = {**os.environ, **c.toolchain.env()}
-    env["PULUMI_BACKEND_URL"] = (c.setup.state_dir / "backend").absolute().as_uri()
+    env.update(c.setup.backend_env)
+    env["PULUMI_BACKEND_URL"] = c.setup.backend
     env["PULUMI_CONFIG_PASSPHRASE"] = PASSPHRASE
+    env["PULUMI_DIY_BACKEND_PARALLEL"] = "1"  # postgres://: docs/operations.md
     qualified = f"organization/{PROJECT}/{stack}"  # no project file needed
     done = subprocess.run(
         [str(c.toolchain.path("pulumi")), "stack", "history", "--json", "--stack", qualified],
@@ -101,8 +108,9 @@ def replicas(cluster: Cluster) -> tuple[ControllerProcess, ControllerProcess]:
 
 
 def test_sigkill_of_the_leader_mid_up_the_standby_converges_every_service(
-    cluster: Cluster, replicas: tuple[ControllerProcess, ControllerProcess]
+    cluster: Cluster, replicas: tuple[ControllerProcess, ControllerProcess], backend: Backend
 ) -> None:
+    """On each kind of backend (file, postgres, s3)."""
     c = cluster
     leader, standby = replicas
     # slow listener creates: each `up` holds its stack's lock for a few seconds
