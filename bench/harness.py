@@ -57,6 +57,7 @@ from emulator.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.kubeconfig import api_client
 from reconciler.engine.recovery import kill_tree
+from reconciler.local.backends import start_server
 from reconciler.local.demo import NODES, Demo, stop_process
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain, find_toolchain
@@ -178,9 +179,12 @@ class Environment:
         folder: Path | None = None,
         emulator_state: bool = False,
         controller_args: Sequence[str] = (),
+        backend: str = "file",
     ) -> Iterator[Environment]:
         """``emulator_state``: keep the cloud in ``<folder>/emulator.db`` (needed by
-        :meth:`restart_emulator`); ``controller_args``: appended to ``lb-reconciler run``."""
+        :meth:`restart_emulator`); ``controller_args``: appended to ``lb-reconciler run``;
+        ``backend``: the controller's state backend, ``file`` (the demo's folder) or a local
+        ``postgres`` or ``s3`` server started here (:mod:`reconciler.local.backends`)."""
         toolchain = find_toolchain()
         base = folder or Path(tempfile.mkdtemp(prefix="lbr-bench-"))
         keep = folder is not None  # a folder given is kept, with the logs and the state
@@ -212,6 +216,13 @@ class Environment:
                 cluster=CLUSTER,
                 load_balancer_options=["create-monitor = true"],
             )
+            if backend != "file":
+                server = stack.enter_context(
+                    start_server(backend, folder=base / f"{backend}-server", toolchain=toolchain)  # type: ignore[arg-type]
+                )
+                url = server.new_backend("bench")
+                controller_args = [*controller_args, "--backend-url", url]  # last one wins
+                demo.env.update({**server.env, "PULUMI_BACKEND_URL": url})
             watch = ServiceWatch(
                 KubeApi(api_client=api_client(kubeconfig=plane.kubeconfig)), path=SERVICES
             )

@@ -72,6 +72,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="results JSON (default: bench/results/...)")
     p.add_argument("--chart", type=Path, help="scenario 2: also draw this PNG (needs matplotlib)")
     p.add_argument("--folder", type=Path, help="keep the plane, state and logs here")
+    p.add_argument(
+        "--backend",
+        choices=("file", "postgres", "s3"),
+        default="file",
+        help="the controller's state backend: the demo's file:// folder, or a local PostgreSQL "
+        "or MinIO server started for the run (default: %(default)s)",
+    )
     args = p.parse_args(argv)
     if args.repeat is None:
         args.repeat = DEFAULT_REPEAT[args.scenario]
@@ -119,7 +126,9 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
     from bench import scenarios
     from bench.harness import Environment
 
-    with Environment.running(profile=args.profile, workers=args.workers, folder=args.folder) as env:
+    with Environment.running(
+        profile=args.profile, workers=args.workers, folder=args.folder, backend=args.backend
+    ) as env:
         if args.scenario == 1:
             return scenarios.scenario_1(
                 env, repeat=args.repeat, baseline_workers=args.baseline_workers
@@ -164,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             "services": args.services if args.scenario in (3, 4, 5) else 1,
             "workers": args.workers,
             "baseline_workers": args.baseline_workers,
+            "backend": args.backend,
         },
         "environment": environment(),
     }
@@ -177,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     result["environment"]["loadavg_end"] = list(os.getloadavg())
     result["wall_seconds"] = time.monotonic() - started
     result["targets"] = check_targets(result)
-    out = args.out or RESULTS / f"s{args.scenario}-{args.profile}-{int(time.time())}.json"
+    backend = "" if args.backend == "file" else f"-{args.backend}"
+    out = args.out or RESULTS / f"s{args.scenario}-{args.profile}{backend}-{int(time.time())}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"results: {out}")
