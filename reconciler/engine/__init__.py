@@ -23,9 +23,11 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.lock_plan`: which stack locks are stale, the leader's rule and a bystander's (pure);
   :mod:`.locks`: listing and removing them;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
-* :mod:`.delete`: deleting a Service's stack; :mod:`.cloud_delete`: deleting its load balancer
-  child by child when ``pulumi destroy`` cannot; :mod:`.cloud_repair`: its objects left in
-  ``ERROR`` updated back to ``ACTIVE`` before an ``up``;
+* :mod:`.delete`: deleting a Service's stack (directly, as OCCM does, when
+  :mod:`.direct_delete_plan` says the state allows it, pure); :mod:`.cloud_delete`: deleting
+  its load balancer with cascade, or child by child when ``pulumi destroy`` cannot;
+  :mod:`.cloud_repair`: its objects left in ``ERROR`` updated back to ``ACTIVE`` before an
+  ``up``;
 * :mod:`.adopt`, :mod:`.adopt_cloud`: taking OCCM's objects into stacks (``lb-reconciler
   adopt`` and the first sync's takeover), with the pure decisions :mod:`.ownership` (which load
   balancer, and whether this cluster made it), :mod:`.adopt_plan` (which object becomes which

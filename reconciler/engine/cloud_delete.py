@@ -23,11 +23,12 @@ balancer shared with other Services is never cascaded: their listeners hang from
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from reconciler.engine.errors import UpTimeoutError
@@ -51,6 +52,10 @@ ERROR = "ERROR"
 FIRST_WAIT = 0.5
 BACKOFF = 1.5
 MAX_WAIT = 10.0
+# how often a load balancer being deleted is looked at: soon, as its deletion is what a
+# Service's finalizer waits for (a GET per load balancer every 0.1 s, then less often)
+GONE_FIRST_WAIT = 0.1
+GONE_BACKOFF = 1.25
 
 
 # What a ``destroy`` that can never finish one child at a time fails with: a load balancer
@@ -85,30 +90,42 @@ def cascade_delete(
     stack_name: str,
     timeout: float,
     cancelled: threading.Event,
+    lock: threading.Lock | None = None,
+    check: Callable[[], None] | None = None,
+    level: int = logging.WARNING,
 ) -> None:
     """Delete ``lb_id`` with cascade, once it is not ``PENDING_*`` (Octavia answers 409 then),
     and wait until Octavia no longer has it, all within ``timeout``. Raises
-    :class:`UpTimeoutError` (retryable) past the deadline, or when ``cancelled`` is set."""
-    log.warning("deleting load balancer %s with cascade (stack %s)", lb_id, stack_name)
+    :class:`UpTimeoutError` (retryable) past the deadline, or when ``cancelled`` is set.
+
+    ``check`` (raising to refuse) runs right before the ``DELETE`` is asked, both under
+    ``lock``: what joins the load balancer under the same lock either came before the check or
+    finds the load balancer ``PENDING_DELETE``."""
+    log.log(level, "deleting load balancer %s with cascade (stack %s)", lb_id, stack_name)
     asked = False
     late = UpTimeoutError(
         f"load balancer {lb_id} (to delete with cascade) was still there after {timeout:.0f}s; "
         "the next sync retries",
         stack=stack_name,
     )
-    for _ in attempts(timeout=timeout, cancelled=cancelled, late=late):
+    for _ in attempts(
+        timeout=timeout, cancelled=cancelled, late=late, first=GONE_FIRST_WAIT, factor=GONE_BACKOFF
+    ):
         lb = rest.load_balancer(lb_id)
         if lb is None:
             return
         if not asked and not str(lb.get("provisioning_status", "")).startswith("PENDING_"):
-            try:
-                rest.delete_load_balancer(lb_id)
-                asked = True
-            except OpenStackRestError as exc:
-                if exc.not_found:  # gone meanwhile (or an earlier answer was lost)
-                    return
-                if not exc.conflict:  # 409: it went PENDING_* meanwhile
-                    raise
+            with lock or contextlib.nullcontext():
+                if check is not None:
+                    check()
+                try:
+                    rest.delete_load_balancer(lb_id)
+                    asked = True
+                except OpenStackRestError as exc:
+                    if exc.not_found:  # gone meanwhile (or an earlier answer was lost)
+                        return
+                    if not exc.conflict:  # 409: it went PENDING_* meanwhile
+                        raise
 
 
 def delete_unused(
@@ -160,17 +177,24 @@ def delete_unused(
     return True
 
 
-def attempts(*, timeout: float, cancelled: threading.Event, late: UpTimeoutError) -> Iterator[None]:
-    """One step per attempt, with a growing pause between them; raises ``late`` past
-    ``timeout`` or when ``cancelled`` is set."""
+def attempts(
+    *,
+    timeout: float,
+    cancelled: threading.Event,
+    late: UpTimeoutError,
+    first: float = FIRST_WAIT,
+    factor: float = BACKOFF,
+) -> Iterator[None]:
+    """One step per attempt, with a pause growing from ``first`` by ``factor`` (at most
+    ``MAX_WAIT``) between them; raises ``late`` past ``timeout`` or when ``cancelled`` is set."""
     deadline = time.monotonic() + timeout
-    wait = FIRST_WAIT
+    wait = first
     while True:
         yield
         left = deadline - time.monotonic()
         if left <= 0 or cancelled.wait(min(wait, left)):
             raise late
-        wait = min(wait * BACKOFF, MAX_WAIT)
+        wait = min(wait * factor, MAX_WAIT)
 
 
 # Deepest first: the load balancer (cascade) before anything, a monitor before its pool, a pool

@@ -19,6 +19,11 @@
 * **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
   deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
   right before ``destroy``, and again by the next attempt after a crash.
+* **Directly, as OCCM does**: when the state holds only the tree of the stack's own load
+  balancer and a floating IP (:mod:`reconciler.engine.direct_delete_plan`), the load balancer is
+  deleted with one cascade ``DELETE``, then the floating IP unless kept, then the stack is
+  removed (``stack rm --force``): no ``destroy``. Checked and asked under the load balancer's
+  lock, which a Service joining it holds for its ``up``.
 * **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
   does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
   refreshed and destroyed again (:mod:`reconciler.engine.cloud_delete`).
@@ -39,12 +44,14 @@ from reconciler.engine.cloud_delete import (
     needs_cascade,
     retry_destroy_after_cascade,
 )
+from reconciler.engine.direct_delete_plan import DirectDeletion, direct_deletion
 from reconciler.engine.errors import ConflictError, EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import remove_tag
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
 from reconciler.engine.stack_meta import stacks_tagged
+from reconciler.engine.state_store import BucketError
 from reconciler.model.naming import (
     KEPT_FLOATING_IP_TAG,
     lb_name,
@@ -52,7 +59,7 @@ from reconciler.model.naming import (
     others_listener,
     services_tagged,
 )
-from stacks.vocabulary import CONFIG_NAMESPACE, RELEASE_KEY
+from stacks.vocabulary import CONFIG_NAMESPACE, FLOATINGIPS, RELEASE_KEY
 
 __all__ = ["DeleteResult", "delete_stack"]
 
@@ -90,6 +97,13 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     shared = bool(outputs.get("shared"))
     released = False
     tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
+    owns = bool(lb_id) and not shared
+    direct = _direct(ss, lb_id, keep_floating_ip) if owns and not unadopted else None
+    if direct is not None and not _others_on(ss, rest, lb_id):
+        _delete_directly(ss, rest, direct)
+        _remove_stack(ss, stack, force=True)  # everything it lists is gone from the cloud
+        ss.forget()
+        return DeleteResult(True)
     if keep_floating_ip is not None and outputs.get("floating_ip") and not shared:
         _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))
     if lb_id and not shared and _others_on(ss, rest, lb_id):
@@ -137,15 +151,74 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
         )
         _cascade(ss, rest, stack, lb_id)
         destroy()
-    try:
-        stack.workspace.remove_stack(ss.name)
-    except auto.CommandError as exc:
-        raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
+    _remove_stack(ss, stack)
     # Whoever leaves a released load balancer last deletes it, the owner too: a sharer that
     # left at the same moment may have seen the owner still on it
     gone = _delete_released(ss, rest, lb_id) if lb_id and (shared or released) else False
     ss.forget()
     return DeleteResult(True, released, gone)
+
+
+def _remove_stack(ss: StackHandle, stack: auto.Stack, *, force: bool = False) -> None:
+    ss.engine.fence("removing the stack", stack=ss.name)
+    try:
+        stack.workspace.remove_stack(ss.name, force=force)
+    except auto.CommandError as exc:
+        raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
+
+
+def _direct(ss: StackHandle, lb_id: str, keep_floating_ip: bool | None) -> DirectDeletion | None:
+    """The direct deletion of the stack (:mod:`.direct_delete_plan`), from its deployment as
+    the backend holds it; None also for a backend the engine reads only through the CLI."""
+    store = ss.engine.store
+    if store is None:
+        return None
+    try:
+        deployment = store.deployment(ss.name)
+    except BucketError as exc:
+        raise ss.engine.error(exc, stack=ss.name, doing="reading the backend") from None
+    return direct_deletion(deployment, lb_id=lb_id, keep_floating_ip=keep_floating_ip)
+
+
+def _delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) -> None:
+    """Delete the stack's own load balancer with one cascade ``DELETE`` and its floating IPs
+    not kept, as OCCM does. Whether another Service is on it is checked again right before the
+    ``DELETE``, under the load balancer's lock, which a Service joining it holds for its
+    ``up`` (:meth:`reconciler.engine.stack.ServiceStack.ensure`): one that joined meanwhile
+    makes this fail, and the next attempt releases the load balancer instead. A crash at any
+    step converges: the next attempt finds the state unchanged and takes the same path (a
+    load balancer or floating IP already gone is no error)."""
+    settings = ss.engine.settings
+
+    def check() -> None:
+        if _others_on(ss, rest, plan.lb_id):
+            raise ConflictError(
+                f"load balancer {plan.lb_id} of stack {ss.name} got a listener of another "
+                "Service while it was being deleted; it is released instead on the next attempt",
+                stack=ss.name,
+            )
+        ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
+
+    cascade_delete(
+        rest,
+        plan.lb_id,
+        stack_name=ss.name,
+        timeout=settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+        lock=ss.engine.lb_locks(plan.lb_id),
+        check=check,
+        level=logging.INFO,
+    )
+    for fip in plan.floating_ips:
+        ss.engine.fence("deleting the floating IP", stack=ss.name)
+        rest.delete(FLOATINGIPS, fip, missing_ok=True)
+    log.info(
+        "stack %s: load balancer %s deleted with cascade, %d floating IP(s) deleted, %d kept",
+        ss.name,
+        plan.lb_id,
+        len(plan.floating_ips),
+        len(plan.kept_floating_ips),
+    )
 
 
 def _mark_kept(ss: StackHandle, rest: OpenStackRest, lb_id: str, address: str) -> None:

@@ -192,16 +192,20 @@ class ServiceStack(StackHandle):
         current = tags.apply(current, drop=[HASH_TAG])
         self.unprotect(unprotect_before_up(spec, tags=current))
         self.configure_stack(stack, spec)
-        try:
-            result = self.deadline(
-                lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
-            )
-        except EngineError as exc:
-            if not repaired_for_retry(self, stack, current.get(LB_ID_TAG), exc):
-                raise
-            result = self.deadline(
-                lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
-            )
+        # Joining another Service's load balancer: under its lock, so that its owner's direct
+        # delete (one cascade DELETE, reconciler.engine.delete) sees this listener or refuses it
+        joining = self.engine.lb_locks(spec.existing_lb_id) if spec.existing_lb_id else None
+        with joining or contextlib.nullcontext():
+            try:
+                result = self.deadline(
+                    lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
+                )
+            except EngineError as exc:
+                if not repaired_for_retry(self, stack, current.get(LB_ID_TAG), exc):
+                    raise
+                result = self.deadline(
+                    lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
+                )
         outputs = plain_outputs(result.outputs)
         if outputs.get("lb_id"):  # before the hash: a failure here is retried by an `up`
             self._tag_load_balancer(str(outputs["lb_id"]), spec)

@@ -220,6 +220,14 @@ class StateStore:
         loaded = json.loads(data)
         return loaded if isinstance(loaded, dict) else None
 
+    def deployment(self, stack: str) -> dict[str, Any] | None:
+        """The stack's latest deployment, as ``pulumi stack export`` prints it (resources,
+        pending operations); None when the checkpoint cannot be read here or has none."""
+        checkpoint = self.checkpoint(stack)
+        inner = (checkpoint or {}).get("checkpoint")
+        latest = inner.get("latest") if isinstance(inner, dict) else None
+        return latest if isinstance(latest, dict) else None
+
     def objects(self, prefix: str = ROOT) -> list[StoredObject]:
         """Every object under ``prefix`` (key, size, modification time)."""
         return self.bucket.list(prefix)

@@ -216,6 +216,7 @@ PURE = [
     "reconciler.engine.openstack_auth",
     "reconciler.engine.lost",
     "reconciler.engine.lock_plan",
+    "reconciler.engine.direct_delete_plan",
     "reconciler.engine.preview",
     "reconciler.engine.adopt_plan",
     "reconciler.engine.ownership",
