@@ -29,9 +29,16 @@ from urllib.parse import unquote, urlsplit
 from pulumi import automation as auto
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine.errors import EngineError, NotLeaderError, engine_error
+from reconciler.engine.errors import (
+    CloudUnavailableError,
+    EngineError,
+    NotLeaderError,
+    engine_error,
+    fault_class,
+)
+from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
 from reconciler.engine.state_retention import DEFAULT_KEEP
@@ -191,6 +198,15 @@ class EngineContext:
         # the stack's own names are public: a secret inside one is left there (redact.redact)
         keep = (stack, f"{PROJECT}-{stack}") if stack else ()
         text = redact(str(exc), self._secrets, keep=keep)
+        if isinstance(exc, OpenStackRestError):  # the engine's own request: classed by its answer
+            cls = (
+                CloudUnavailableError  # no answer: unreachable, TLS, timeout
+                if exc.status is None
+                else fault_class(
+                    CloudFault(exc.status, exc.method, exc.path, exc.cloud_message, exc.kind)
+                )
+            )
+            return cls(f"{doing} of {subject or f'stack {stack}'} failed: {text}", stack=stack)
         error = engine_error(text, doing=doing, subject=subject or f"stack {stack}", stack=stack)
         return type(error)(redact(str(error), self._secrets, keep=keep), stack=stack)
 

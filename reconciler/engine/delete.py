@@ -48,7 +48,7 @@ from reconciler.engine.direct_delete_plan import DirectDeletion, direct_deletion
 from reconciler.engine.errors import ConflictError, EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import remove_tag
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
 from reconciler.engine.stack_meta import stacks_tagged
 from reconciler.engine.state_store import BucketError
@@ -199,19 +199,22 @@ def _delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion)
             )
         ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
 
-    cascade_delete(
-        rest,
-        plan.lb_id,
-        stack_name=ss.name,
-        timeout=settings.operation_timeout,
-        cancelled=ss.engine.cancelled,
-        lock=ss.engine.lb_locks(plan.lb_id),
-        check=check,
-        level=logging.INFO,
-    )
-    for fip in plan.floating_ips:
-        ss.engine.fence("deleting the floating IP", stack=ss.name)
-        rest.delete(FLOATINGIPS, fip, missing_ok=True)
+    try:
+        cascade_delete(
+            rest,
+            plan.lb_id,
+            stack_name=ss.name,
+            timeout=settings.operation_timeout,
+            cancelled=ss.engine.cancelled,
+            lock=ss.engine.lb_locks(plan.lb_id),
+            check=check,
+            level=logging.INFO,
+        )
+        for fip in plan.floating_ips:
+            ss.engine.fence("deleting the floating IP", stack=ss.name)
+            rest.delete(FLOATINGIPS, fip, missing_ok=True)
+    except OpenStackRestError as exc:  # the cloud's own words, classed by its answer
+        raise ss.engine.error(exc, stack=ss.name, doing="delete") from None
     log.info(
         "stack %s: load balancer %s deleted with cascade, %d floating IP(s) deleted, %d kept",
         ss.name,

@@ -23,6 +23,7 @@ from reconciler.engine.errors import (
     error_class,
 )
 from reconciler.engine.failure_text import CloudFault, cloud_faults, headline
+from reconciler.engine.openstack import OpenStackRestError
 from reconciler.engine.redact import redact
 from reconciler.engine.stack import Engine
 
@@ -332,3 +333,37 @@ _SAFE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"  # cannot be made of "[s
 def test_a_secret_never_survives_redaction(secret: str, parts: list[str]) -> None:
     said = secret.join(["", *parts, ""])
     assert secret not in redact(said, [secret], keep=["lb-reconciler-demo.accept.x"])
+
+
+# -- the engine's own requests (a direct delete) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (403, InvalidConfigError),
+        (404, InvalidConfigError),
+        (409, ConflictError),
+        (503, CloudUnavailableError),
+        (None, CloudUnavailableError),
+    ],
+)
+def test_the_engines_own_request_is_classed_by_the_clouds_answer(
+    status: int | None, cls: type[EngineError]
+) -> None:
+    path = f"/load-balancer/v2.0/lbaas/loadbalancers/{LB_ID}"
+    said = "Policy does not allow this request to be performed with secret-pw."
+    failure = OpenStackRestError(
+        f"the cloud answered {status} to DELETE {path}: {said}",
+        status=status,
+        method="DELETE",
+        path=path,
+        cloud_message=said,
+    )
+    engine = SimpleNamespace(_secrets=["secret-pw"])
+    error = Engine.error(engine, failure, stack=STACK, doing="delete")  # type: ignore[arg-type]
+    assert type(error) is cls
+    assert str(error) == (
+        f"delete of stack {STACK} failed: the cloud answered {status} to DELETE {path}: "
+        "Policy does not allow this request to be performed with [secret]."
+    )
