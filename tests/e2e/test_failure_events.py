@@ -165,7 +165,7 @@ def test_a_refused_destroy_keeps_the_finalizer_and_says_why(
         assert warning["message"] == (
             "Error syncing load balancer: failed to delete load balancer: delete of stack "
             f"e2e.{r.namespace}.web failed: the cloud answered 403 to DELETE "
-            f"/load-balancer/v2.0/lbaas/loadbalancers/{lb_id}: Policy does not allow this "
+            f"/v2/lbaas/loadbalancers/{lb_id}: Policy does not allow this "
             "request to be performed.; retrying in 1s"
         )
         held = r.get("web")
