@@ -123,8 +123,9 @@ def test_create_noop_update_delete(
         assert on_create == ["version", "stack init", "config set", "up"]
         assert on_noop == []
         assert on_update == ["stack select", "up"]
-        # state unprotect: the load balancer and floating IP are protected (docs/engine.md)
-        assert on_delete == ["stack select", "state", "destroy", "stack rm"]
+        # the direct delete (docs/engine.md): one cascade DELETE and the floating IP's through
+        # the engine's client, then `stack rm --force`; no `state unprotect`, no `destroy`
+        assert on_delete == ["stack select", "stack rm"]
     else:
         assert "stack output" not in on_create + on_update
         assert "stack history" not in on_create + on_update + on_delete
