@@ -6,11 +6,14 @@ URL (and, for s3://, its keys) and a state folder of their own, as CI has them:
 ``lb-reconciler stacks`` lists both; the drift check in report mode names the change and writes
 nothing; ``lb-reconciler preview`` of an edited manifest says what would change (exit 2);
 ``lb-reconciler sweep --delete`` deletes the orphaned stack and its load balancer and keeps the
-other. (The controller's own flow and failover on each backend: tests/e2e/.)
+other; ``lb-reconciler adopt --apply`` takes an OCCM load balancer into a stack on the backend,
+which the engine then finds there. (The controller's own flow and failover on each backend:
+tests/e2e/.)
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,18 +26,22 @@ from reconciler.cli.main import main
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
+from tests import occm
 from tests.builders import make_service, stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import CLUSTER, NODES, Env, spec_for
+from tests.integration.engine.conftest import CLUSTER, NODES, Env, occm_made, spec_for
+from tests.integration.engine.test_cmd_adopt_clusters import cluster_nodes
+
+_RUNS = itertools.count()
 
 
 @pytest.fixture
 def kube_ns(backend_env: Env, control_plane: LocalControlPlane) -> Iterator[tuple[KubeApi, str]]:
-    """The admin's client and a namespace of this backend's run. One per backend: no
-    namespace controller runs on the local control plane, so a deleted namespace stays
-    Terminating and its name cannot be reused by the next parameter."""
+    """The admin's client and a namespace of this test's own. No namespace controller runs on
+    the local control plane, so a deleted namespace stays Terminating and its name cannot be
+    reused by the next test or parameter."""
     assert backend_env.backend is not None
-    namespace = f"backend-cmds-{backend_env.backend.kind}"
+    namespace = f"backend-cmds-{next(_RUNS)}-{backend_env.backend.kind}"
     api = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
     api.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
     yield api, namespace
@@ -128,4 +135,59 @@ def test_stacks_drift_preview_and_sweep_on_each_backend(
     finally:
         live_stack.delete()
         gone_stack.delete()
+        engine.close()
+
+
+def test_adopt_on_each_backend(
+    backend_env: Env,
+    kube_ns: tuple[KubeApi, str],
+    control_plane: LocalControlPlane,
+    capsys: pytest.CaptureFixture[str],
+    commands_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    env = backend_env
+    kube, ns = kube_ns
+    assert env.backend is not None
+    for key, value in env.backend.env.items():
+        commands_env.setenv(key, value)
+    conf = env.cloud_conf_file(tmp_path / "cloud.conf")
+    body = make_service(
+        "moved", namespace=ns, selector=None, ports=[{"port": 80, "protocol": "TCP"}], header=False
+    )
+    svc = kube.create(f"/api/v1/namespaces/{ns}/services", body)
+    conn = connect(env.topo)
+    port = occm.Port("TCP", 80, svc["spec"]["ports"][0]["nodePort"], monitor=False)
+    made = occm_made(env, conn, "moved", [port], namespace=ns, nodes=cluster_nodes(kube))
+    engine = env.engine(env.config())
+    try:
+        code = main(
+            [
+                "adopt",
+                f"{ns}/moved",
+                "--apply",
+                "--cloud-config",
+                str(conf),
+                "--kubeconfig",
+                str(control_plane.kubeconfig),
+                "--state-dir",
+                str(tmp_path / "ci"),
+                "--backend-url",
+                env.backend.url,
+                "--cluster-name",
+                CLUSTER,
+            ]
+        )
+        out, _err = capsys.readouterr()
+        assert code == 0, out
+        assert f"{ns}/moved: adopted" in out
+        (adopted,) = engine.stacks()  # on the backend, seen by another process's engine
+        assert adopted.lb_id == made.lb_id
+        engine.stack_for(adopted).delete()
+        assert engine.stacks() == []
+        assert [lb for lb in env.cloud.lbs() if lb["id"] == made.lb_id] == []
+    except BaseException:
+        occm.remove(conn, made)
+        raise
+    finally:
         engine.close()
