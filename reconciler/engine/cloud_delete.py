@@ -102,7 +102,6 @@ def cascade_delete(
     ``lock``: what joins the load balancer under the same lock either came before the check or
     finds the load balancer ``PENDING_DELETE``."""
     log.log(level, "deleting load balancer %s with cascade (stack %s)", lb_id, stack_name)
-    asked = False
     late = UpTimeoutError(
         f"load balancer {lb_id} (to delete with cascade) was still there after {timeout:.0f}s; "
         "the next sync retries",
@@ -114,13 +113,14 @@ def cascade_delete(
         lb = rest.load_balancer(lb_id)
         if lb is None:
             return
-        if not asked and not str(lb.get("provisioning_status", "")).startswith("PENDING_"):
+        # Asked, it is PENDING_DELETE until gone; not PENDING_* again: its delete flow failed
+        # (Octavia's revert leaves it ERROR, or an operator reset it), so it is asked again
+        if not str(lb.get("provisioning_status", "")).startswith("PENDING_"):
             with lock or contextlib.nullcontext():
                 if check is not None:
                     check()
                 try:
                     rest.delete_load_balancer(lb_id)
-                    asked = True
                 except OpenStackRestError as exc:
                     if exc.not_found:  # gone meanwhile (or an earlier answer was lost)
                         return

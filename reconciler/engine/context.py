@@ -67,6 +67,9 @@ class EngineSettings:
     child_delete_timeout: float = 120.0
     # history entries and checkpoint backups kept per stack (state_retention)
     keep_history: int = DEFAULT_KEEP
+    # delete a stack's own load-balancer tree with one cascade DELETE when its state allows it
+    # (reconciler.engine.direct_delete_plan); False: always `destroy` (the tests of its fallbacks)
+    direct_delete: bool = True
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):
     # "" when unknown; then only name and description tell this cluster's load balancers

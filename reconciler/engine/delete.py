@@ -171,7 +171,7 @@ def _direct(ss: StackHandle, lb_id: str, keep_floating_ip: bool | None) -> Direc
     """The direct deletion of the stack (:mod:`.direct_delete_plan`), from its deployment as
     the backend holds it; None also for a backend the engine reads only through the CLI."""
     store = ss.engine.store
-    if store is None:
+    if store is None or not ss.engine.settings.direct_delete:
         return None
     try:
         deployment = store.deployment(ss.name)

@@ -8,6 +8,11 @@ classified as not retryable). The engine must delete its own load balancer with 
 the state forget what the cascade removed, and destroy the rest. The deletion tests here failed
 before that fix (reconciler/engine/cloud_delete.py); the emulator then put the load balancer in
 ERROR after a failed child flow too, which Octavia does not.
+
+Since the direct delete (one cascade ``DELETE``, docs/engine.md), a stack of only its own
+load-balancer tree never runs ``destroy``; ``destroy`` remains for the others (a security group,
+a released load balancer). So each deletion case runs both ways: ``direct`` (the engine's
+default) and through ``destroy`` (``EngineSettings.direct_delete=False``).
 """
 
 from __future__ import annotations
@@ -28,11 +33,16 @@ from tests.integration.engine.conftest import Env, only, spec_for
 TIMEOUT = 120.0  # operation_timeout: a destroy stuck on an ERROR child ends here (the bug)
 
 
-def _applied(env: Env, name: str) -> tuple[ServiceStack, dict[str, Any], str]:
+DIRECT = pytest.mark.parametrize("direct", [True, False], ids=["direct", "destroy"])
+
+
+def _applied(
+    env: Env, name: str, *, direct: bool = True
+) -> tuple[ServiceStack, dict[str, Any], str]:
     """A Service's stack after its first ``ensure``: the stack, the Service, the LB's ID."""
     config = env.config()
     svc = stored_service(name)
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
+    stack = env.engine(config, operation_timeout=TIMEOUT, direct_delete=direct).stack(
         service=spec_for(svc, config).service
     )
     return stack, svc, stack.ensure(spec_for(svc, config)).outputs["lb_id"]
@@ -44,22 +54,24 @@ def _emptied(env: Env, stack: ServiceStack) -> None:
     env.cloud.wait_nothing_created(timeout=15)
 
 
-def _fail_next_update(admin: str, name: str, count: int = 1) -> None:
+def _fail_next_update(admin: str, name: str, count: int = 1, phase: str = "update") -> None:
     fault = {
         "name": f"kube_service_*_{name}",
         "outcome": "error",
-        "phase": "update",
+        "phase": phase,
         "count": count,
     }
     requests.post(f"{admin}/faults/loadbalancers", json=fault, timeout=10).raise_for_status()
 
 
-def _listener_in_error(env: Env, admin: str, name: str) -> tuple[ServiceStack, dict[str, Any]]:
+def _listener_in_error(
+    env: Env, admin: str, name: str, *, direct: bool = True
+) -> tuple[ServiceStack, dict[str, Any]]:
     """A Service whose listener update Octavia failed: as its ListenerToErrorOnRevertTask
     leaves it, the listener in ERROR and the load balancer ACTIVE. Octavia fails twice: the
     update, and the engine's repair of the listener (an update that changes nothing) before it
     runs the ``up`` again, so the error reaches the caller."""
-    stack, svc, lb_id = _applied(env, name)
+    stack, svc, lb_id = _applied(env, name, direct=direct)
     _fail_next_update(admin, name, count=2)
     svc["metadata"]["annotations"][CONNECTION_LIMIT] = "1000"
     # the listener's own failure, not another one (a CI run once ended here with the load
@@ -73,21 +85,25 @@ def _listener_in_error(env: Env, admin: str, name: str) -> tuple[ServiceStack, d
     return stack, svc
 
 
-def test_delete_of_a_listener_in_error_empties_the_cloud(fault_env: tuple[Env, str]) -> None:
+@DIRECT
+def test_delete_of_a_listener_in_error_empties_the_cloud(
+    fault_env: tuple[Env, str], direct: bool
+) -> None:
     env, admin = fault_env
-    stack, _svc = _listener_in_error(env, admin, "broken")
+    stack, _svc = _listener_in_error(env, admin, "broken", direct=direct)
 
     _emptied(env, stack)
     assert stack.delete().existed is False  # the stack is gone too
 
 
+@DIRECT
 def test_delete_of_a_load_balancer_in_error_empties_the_cloud(
-    fault_env: tuple[Env, str],
+    fault_env: tuple[Env, str], direct: bool
 ) -> None:
     """Only LB-level flows leave the load balancer in ERROR: here an LB update (an operator's
     rename, say) that Octavia fails, on top of a listener left in ERROR."""
     env, admin = fault_env
-    stack, _svc = _listener_in_error(env, admin, "broken-lb")
+    stack, _svc = _listener_in_error(env, admin, "broken-lb", direct=direct)
     lb_id = only(env.cloud.lbs())["id"]
     _fail_next_update(admin, "broken-lb")
     conn = connect(env.topo)
@@ -120,24 +136,30 @@ def test_an_up_after_a_failed_listener_update_repairs_the_listener(
         _emptied(env, stack)
 
 
+@DIRECT
 def test_delete_that_octavia_fails_midway_still_empties_the_cloud(
-    fault_env: tuple[Env, str],
+    fault_env: tuple[Env, str], direct: bool
 ) -> None:
     env, admin = fault_env
-    stack, _svc, _lb_id = _applied(env, "failing")
+    stack, _svc, _lb_id = _applied(env, "failing", direct=direct)
 
-    # Octavia fails the first child delete: that child goes to ERROR (the LB stays ACTIVE), and
-    # destroy fails with "unexpected state 'ERROR'"; the engine cascades and destroys again
-    _fail_next_update(admin, "failing")
+    # destroy: Octavia fails the first child delete, that child goes to ERROR (the LB stays
+    # ACTIVE), and destroy fails with "unexpected state 'ERROR'"; the engine cascades and
+    # destroys again. direct: Octavia fails the cascade's flow (its revert leaves the load
+    # balancer ERROR); the engine asks again
+    _fail_next_update(admin, "failing", phase="update" if not direct else "delete")
     fired_before = requests.get(f"{admin}/faults/fired", timeout=10).json()
 
     _emptied(env, stack)
     assert requests.get(f"{admin}/faults/fired", timeout=10).json() != fired_before
 
 
-def test_delete_with_a_child_the_state_does_not_know(fault_env: tuple[Env, str]) -> None:
+@DIRECT
+def test_delete_with_a_child_the_state_does_not_know(
+    fault_env: tuple[Env, str], direct: bool
+) -> None:
     env, _admin = fault_env
-    stack, _svc, lb_id = _applied(env, "unknown-child")
+    stack, _svc, lb_id = _applied(env, "unknown-child", direct=direct)
     conn = connect(env.topo)  # a listener created, its answer lost before the checkpoint
     conn.load_balancer.create_listener(loadbalancer_id=lb_id, protocol="TCP", protocol_port=9999)
     wait_until(lambda: only(env.cloud.lbs())["provisioning_status"] == "ACTIVE" or None, timeout=30)
@@ -158,9 +180,10 @@ def test_delete_of_a_child_the_cloud_lost_is_given_up_and_cascaded(
     env, admin = fault_env
     config = env.config()
     svc = stored_service("lost-delete")
-    stack = env.engine(config, operation_timeout=TIMEOUT, child_delete_timeout=5).stack(
-        service=spec_for(svc, config).service
-    )
+    # through destroy: the direct delete has no child deletes to get stuck
+    stack = env.engine(
+        config, operation_timeout=TIMEOUT, child_delete_timeout=5, direct_delete=False
+    ).stack(service=spec_for(svc, config).service)
     lb_id = stack.ensure(spec_for(svc, config)).outputs["lb_id"]
     opened = stack.open_stack(create=False)
     assert opened is not None
