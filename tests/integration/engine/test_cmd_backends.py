@@ -49,6 +49,16 @@ def kube_ns(backend_env: Env, control_plane: LocalControlPlane) -> Iterator[tupl
     api.close()
 
 
+@pytest.fixture
+def backend_commands_env(backend_env: Env, commands_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The commands' environment with what ``pulumi`` needs beside the backend's URL (the
+    keys of s3://), as CI would have it."""
+    assert backend_env.backend is not None
+    for key, value in backend_env.backend.env.items():
+        commands_env.setenv(key, value)
+    return commands_env
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(list(argv))
     out, _err = capsys.readouterr()
@@ -60,14 +70,12 @@ def test_stacks_drift_preview_and_sweep_on_each_backend(
     kube_ns: tuple[KubeApi, str],
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    commands_env: pytest.MonkeyPatch,
+    backend_commands_env: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     env = backend_env
     kube, ns = kube_ns
     assert env.backend is not None
-    for key, value in env.backend.env.items():
-        commands_env.setenv(key, value)
     url = env.backend.url
     config = env.config()
     engine = env.engine(config)
@@ -143,14 +151,12 @@ def test_adopt_on_each_backend(
     kube_ns: tuple[KubeApi, str],
     control_plane: LocalControlPlane,
     capsys: pytest.CaptureFixture[str],
-    commands_env: pytest.MonkeyPatch,
+    backend_commands_env: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     env = backend_env
     kube, ns = kube_ns
     assert env.backend is not None
-    for key, value in env.backend.env.items():
-        commands_env.setenv(key, value)
     conf = env.cloud_conf_file(tmp_path / "cloud.conf")
     body = make_service(
         "moved", namespace=ns, selector=None, ports=[{"port": 80, "protocol": "TCP"}], header=False
