@@ -20,6 +20,7 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
 * :mod:`.recovery`: pending creates, torn sidecars, hanging ``pulumi`` children;
   :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;
+  :mod:`.program_channels`: each inline program's gRPC connections its own;
 * :mod:`.lock_plan`: which stack locks are stale, the leader's rule and a bystander's (pure);
   :mod:`.locks`: listing and removing them;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);

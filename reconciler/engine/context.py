@@ -39,6 +39,7 @@ from reconciler.engine.errors import (
 from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
 from reconciler.engine.state_retention import DEFAULT_KEEP
@@ -116,6 +117,7 @@ class EngineContext:
     ) -> None:
         self.settings = settings
         self.leading = leading
+        use_own_connections()  # before any inline program runs (.program_channels)
         self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
         settings.state_dir.mkdir(parents=True, exist_ok=True)  # work folders; CLI calls run here
         if settings.backend.startswith("file://"):
