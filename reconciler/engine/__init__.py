@@ -24,8 +24,9 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.lock_plan`: which stack locks are stale, the leader's rule and a bystander's (pure);
   :mod:`.locks`: listing and removing them;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
-* :mod:`.delete`: deleting a Service's stack (directly, as OCCM does, when
-  :mod:`.direct_delete_plan` says the state allows it, pure); :mod:`.cloud_delete`: deleting
+* :mod:`.delete`: deleting a Service's stack; :mod:`.direct_delete`: directly, as OCCM does
+  (one cascade ``DELETE``; no ``pulumi`` start when the backend is read here), when
+  :mod:`.direct_delete_plan` says the state allows it (pure); :mod:`.cloud_delete`: deleting
   its load balancer with cascade, or child by child when ``pulumi destroy`` cannot;
   :mod:`.cloud_repair`: its objects left in ``ERROR`` updated back to ``ACTIVE`` before an
   ``up``;

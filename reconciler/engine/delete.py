@@ -19,11 +19,12 @@
 * **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
   deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
   right before ``destroy``, and again by the next attempt after a crash.
-* **Directly, as OCCM does**: when the state holds only the tree of the stack's own load
-  balancer and a floating IP (:mod:`reconciler.engine.direct_delete_plan`), the load balancer is
-  deleted with one cascade ``DELETE``, then the floating IP unless kept, then the stack is
-  removed (``stack rm --force``): no ``destroy``. Checked and asked under the load balancer's
-  lock, which a Service joining it holds for its ``up``.
+* **Directly, as OCCM does** (:mod:`reconciler.engine.direct_delete`): when the state holds
+  only the tree of the stack's own load balancer and a floating IP
+  (:mod:`reconciler.engine.direct_delete_plan`), the load balancer is deleted with one cascade
+  ``DELETE``, then the floating IP unless kept, then the stack is removed in the backend: no
+  ``destroy``, and no ``pulumi`` at all when the last operation finished. Checked and asked
+  under the load balancer's lock, which a Service joining it holds for its ``up``.
 * **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
   does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
   refreshed and destroyed again (:mod:`reconciler.engine.cloud_delete`).
@@ -44,22 +45,19 @@ from reconciler.engine.cloud_delete import (
     needs_cascade,
     retry_destroy_after_cascade,
 )
-from reconciler.engine.direct_delete_plan import DirectDeletion, direct_deletion
+from reconciler.engine.direct_delete import delete_directly, delete_without_cli, direct_plan
 from reconciler.engine.errors import ConflictError, EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
-from reconciler.engine.lb_tags import remove_tag
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.lb_tags import others_on, remove_tag
+from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
 from reconciler.engine.stack_meta import stacks_tagged
-from reconciler.engine.state_store import BucketError
 from reconciler.model.naming import (
     KEPT_FLOATING_IP_TAG,
-    lb_name,
     made_by_cluster,
-    others_listener,
     services_tagged,
 )
-from stacks.vocabulary import CONFIG_NAMESPACE, FLOATINGIPS, RELEASE_KEY
+from stacks.vocabulary import CONFIG_NAMESPACE, RELEASE_KEY
 
 __all__ = ["DeleteResult", "delete_stack"]
 
@@ -77,14 +75,17 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     """Destroy everything the stack of ``ss`` made, then remove the stack. ``keep_floating_ip``
     (the Service's ``keep-floatingip`` now; None: as last applied) decides whether the floating
     IP the stack made is left in the cloud."""
-    stack = ss.open_stack(create=False)
+    exists = ss.check_stack()
+    rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
+    if exists and delete_without_cli(ss, rest, keep_floating_ip):
+        return DeleteResult(True)
+    stack = None if exists is False else ss.select_stack(exists, create=False)
     if stack is None:
         ss.forget()
         return DeleteResult(existed=False)
     tags = ss.tags_of(stack)
     current = tags.read()
     # The last operation finished (spec hash): nothing pending, and the tags hold the IDs.
-    rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
     outputs = outputs_from_tags(current) if HASH_TAG in current else None
     if outputs is None:
         # Something may have been made that the state never heard of (a create whose answer
@@ -98,15 +99,13 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     released = False
     tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
     owns = bool(lb_id) and not shared
-    direct = _direct(ss, lb_id, keep_floating_ip) if owns and not unadopted else None
-    if direct is not None and not _others_on(ss, rest, lb_id):
-        _delete_directly(ss, rest, direct)
-        _remove_stack(ss, stack, force=True)  # everything it lists is gone from the cloud
-        ss.forget()
+    direct = direct_plan(ss, lb_id, keep_floating_ip) if owns and not unadopted else None
+    if direct is not None and not others_on(rest, lb_id, ours=ss.occm_name):
+        delete_directly(ss, rest, direct)
         return DeleteResult(True)
     if keep_floating_ip is not None and outputs.get("floating_ip") and not shared:
         _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))
-    if lb_id and not shared and _others_on(ss, rest, lb_id):
+    if lb_id and not shared and others_on(rest, lb_id, ours=ss.occm_name):
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
         ss.deadline(lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="release")
         released = True
@@ -159,69 +158,12 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     return DeleteResult(True, released, gone)
 
 
-def _remove_stack(ss: StackHandle, stack: auto.Stack, *, force: bool = False) -> None:
+def _remove_stack(ss: StackHandle, stack: auto.Stack) -> None:
     ss.engine.fence("removing the stack", stack=ss.name)
     try:
-        stack.workspace.remove_stack(ss.name, force=force)
+        stack.workspace.remove_stack(ss.name)
     except auto.CommandError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="stack rm") from None
-
-
-def _direct(ss: StackHandle, lb_id: str, keep_floating_ip: bool | None) -> DirectDeletion | None:
-    """The direct deletion of the stack (:mod:`.direct_delete_plan`), from its deployment as
-    the backend holds it; None also for a backend the engine reads only through the CLI."""
-    store = ss.engine.store
-    if store is None or not ss.engine.settings.direct_delete:
-        return None
-    try:
-        deployment = store.deployment(ss.name)
-    except BucketError as exc:
-        raise ss.engine.error(exc, stack=ss.name, doing="reading the backend") from None
-    return direct_deletion(deployment, lb_id=lb_id, keep_floating_ip=keep_floating_ip)
-
-
-def _delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) -> None:
-    """Delete the stack's own load balancer with one cascade ``DELETE`` and its floating IPs
-    not kept, as OCCM does. Whether another Service is on it is checked again right before the
-    ``DELETE``, under the load balancer's lock, which a Service joining it holds for its
-    ``up`` (:meth:`reconciler.engine.stack.ServiceStack.ensure`): one that joined meanwhile
-    makes this fail, and the next attempt releases the load balancer instead. A crash at any
-    step converges: the next attempt finds the state unchanged and takes the same path (a
-    load balancer or floating IP already gone is no error)."""
-    settings = ss.engine.settings
-
-    def check() -> None:
-        if _others_on(ss, rest, plan.lb_id):
-            raise ConflictError(
-                f"load balancer {plan.lb_id} of stack {ss.name} got a listener of another "
-                "Service while it was being deleted; it is released instead on the next attempt",
-                stack=ss.name,
-            )
-        ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
-
-    try:
-        cascade_delete(
-            rest,
-            plan.lb_id,
-            stack_name=ss.name,
-            timeout=settings.operation_timeout,
-            cancelled=ss.engine.cancelled,
-            lock=ss.engine.lb_locks(plan.lb_id),
-            check=check,
-            level=logging.INFO,
-        )
-        for fip in plan.floating_ips:
-            ss.engine.fence("deleting the floating IP", stack=ss.name)
-            rest.delete(FLOATINGIPS, fip, missing_ok=True)
-    except OpenStackRestError as exc:  # the cloud's own words, classed by its answer
-        raise ss.engine.error(exc, stack=ss.name, doing="delete") from None
-    log.info(
-        "stack %s: load balancer %s deleted with cascade, %d floating IP(s) deleted, %d kept",
-        ss.name,
-        plan.lb_id,
-        len(plan.floating_ips),
-        len(plan.kept_floating_ips),
-    )
 
 
 def _mark_kept(ss: StackHandle, rest: OpenStackRest, lb_id: str, address: str) -> None:
@@ -255,7 +197,7 @@ def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str
     so the state forgets what the cascade removed (see cloud_delete). Checked again right
     before: a listener of another Service that joined since would go with the cascade, so
     then this fails (retried soon; the next attempt releases the load balancer instead)."""
-    if _others_on(ss, rest, lb_id):
+    if others_on(rest, lb_id, ours=ss.occm_name):
         raise ConflictError(
             f"load balancer {lb_id} of stack {ss.name} got a listener of another Service "
             "while it was being deleted; it is released instead on the next attempt",
@@ -272,25 +214,6 @@ def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str
     ss.deadline(lambda: engine_run.refresh(stack, on_output=quiet), stack=stack, doing="refresh")
 
 
-def _ours(ss: StackHandle) -> str:
-    """The Service's name on its listeners and on the load balancers it is on (OCCM's)."""
-    ref = ss.service
-    return lb_name(
-        cluster_name=ss.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
-    )
-
-
-def _others_on(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
-    """Whether other Services are on load balancer ``lb_id``: a listener of somebody else's
-    (:func:`reconciler.model.naming.others_listener`), or another Service's name among the
-    load balancer's tags (how OCCM tells, :mod:`reconciler.engine.lb_tags`)."""
-    ours = _ours(ss)
-    if any(others_listener(tags, ours=ours) for tags in rest.listener_tags(lb_id)):
-        return True
-    lb = rest.load_balancer(lb_id)
-    return bool(services_tagged((lb or {}).get("tags") or (), but=ours))
-
-
 def _untag(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
     """Take the Service's name off a load balancer it leaves without deleting it."""
     settings = ss.engine.settings
@@ -298,7 +221,7 @@ def _untag(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
     remove_tag(
         rest,
         lb_id,
-        _ours(ss),
+        ss.occm_name,
         stack_name=ss.name,
         timeout=settings.operation_timeout,
         cancelled=ss.engine.cancelled,

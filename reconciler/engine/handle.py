@@ -27,6 +27,7 @@ from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, ru
 from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
 from reconciler.engine.state_store import BucketError
 from reconciler.engine.tags import StackTags
+from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
 from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
@@ -52,6 +53,14 @@ class StackHandle:
         self.imports: dict[str, str] = {}  # logical name -> cloud ID, for the next up only
         self.created = False  # the last open_stack created the stack
 
+    @property
+    def occm_name(self) -> str:
+        """The Service's name on its listeners and on the load balancers it is on (OCCM's)."""
+        ref = self.service
+        return lb_name(
+            cluster_name=self.engine.settings.cluster_name, namespace=ref.namespace, name=ref.name
+        )
+
     def _workspace_options(self) -> auto.LocalWorkspaceOptions:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         return auto.LocalWorkspaceOptions(
@@ -64,22 +73,32 @@ class StackHandle:
 
     def open_stack(self, *, create: bool) -> auto.Stack | None:
         """Select the stack (None when there is none), or with ``create`` select or create it;
-        :attr:`created` says whether it was just created. Every operation starts here: a
-        controller that no longer leads is refused (:meth:`EngineContext.fence`), and the
-        stack's stale locks are cleared (:mod:`.lock_plan`: every lock not held by this
-        leader's own ``pulumi`` children; for anyone else, only a dead process's of this host)."""
+        :attr:`created` says whether it was just created. Every operation starts here, with
+        :meth:`check_stack`."""
+        exists = self.check_stack(create=create)
+        return None if exists is False and not create else self.select_stack(exists, create)
+
+    def check_stack(self, *, create: bool = False) -> bool | None:
+        """Whether the stack exists (None: a backend the store does not read, ask the CLI),
+        after the checks every operation starts with: a controller that no longer leads is
+        refused (:meth:`EngineContext.fence`), and the stack's stale locks are cleared
+        (:mod:`.lock_plan`: every lock not held by this leader's own ``pulumi`` children; for
+        anyone else, only a dead process's of this host), unless there is no stack to open."""
         self.engine.fence("opening", stack=self.name)
+        self.created = False
         try:
             store = self.engine.store
-            # None: a backend the store does not read, ask the CLI
             exists = store.stack_exists(self.name) if store is not None else None
-            self.created = False
-            if exists is False and not create:
-                return None
-            clear_stale_locks(store=store, stack_name=self.name, leader=self.engine.is_leader())
-            repair_torn_sidecars(store=store, stack_name=self.name)
+            if exists is not False or create:
+                leader = self.engine.is_leader()
+                clear_stale_locks(store=store, stack_name=self.name, leader=leader)
+                repair_torn_sidecars(store=store, stack_name=self.name)
         except BucketError as exc:
             raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
+        return exists
+
+    def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
+        """The stack opened with the CLI after :meth:`check_stack` said ``exists``."""
         opts = self._workspace_options()
         args: dict[str, Any] = {
             "stack_name": self.name,

@@ -34,9 +34,9 @@ from typing import Any
 from reconciler.engine.cloud_delete import attempts
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
-from reconciler.model.naming import with_tags, without_tag
+from reconciler.model.naming import others_listener, services_tagged, with_tags, without_tag
 
-__all__ = ["LoadBalancerLocks", "add_tags", "remove_tag"]
+__all__ = ["LoadBalancerLocks", "add_tags", "others_on", "remove_tag"]
 
 log = logging.getLogger("reconciler.engine.stack")
 
@@ -138,3 +138,13 @@ def _change(
             continue
         wrote = True
         log.info("stack %s: load balancer %s: %s", stack_name, lb_id, what)
+
+
+def others_on(rest: OpenStackRest, lb_id: str, *, ours: str) -> bool:
+    """Whether Services other than ``ours`` (its OCCM name) are on load balancer ``lb_id``: a
+    listener of somebody else's (:func:`reconciler.model.naming.others_listener`), or another
+    Service's name among the load balancer's tags (how OCCM tells)."""
+    if any(others_listener(tags, ours=ours) for tags in rest.listener_tags(lb_id)):
+        return True
+    lb = rest.load_balancer(lb_id)
+    return bool(services_tagged((lb or {}).get("tags") or (), but=ours))

@@ -8,9 +8,9 @@ resource monitor and engine (``127.0.0.1:<port>``), never closed. gRPC shares co
 keeps its subchannel reconnecting to a dead port with backoff; when a later ``pulumi`` is given
 the same port by the kernel, the new program's channel takes that subchannel and its first call
 fails at once with ``UNAVAILABLE``, which the SDK reports as ``Resource monitor has terminated,
-shutting down``: an ``up`` failed for nothing (seen once in a full CI run, after the tests that
-kill ``pulumi``). The channel argument ``grpc.use_local_subchannel_pool`` gives each channel its
-own subchannels, so a new ``pulumi`` is always reached afresh
+shutting down``: an ``up`` failed for nothing (seen once in a full CI run, which had killed many
+a ``pulumi`` mid-``up`` before). The channel argument ``grpc.use_local_subchannel_pool`` gives
+each channel its own subchannels, so a new ``pulumi`` is always reached afresh
 (``tests/integration/engine/test_program_channels.py`` shows both).
 
 The SDK builds every channel with one list of options (``pulumi.runtime._grpc_settings``, a

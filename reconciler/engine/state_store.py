@@ -26,10 +26,15 @@ module only lists them (:meth:`StateStore.list_locks`) and removes one
 
 from __future__ import annotations
 
+import getpass
 import gzip
 import json
 import logging
+import os
+import socket
+import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -76,6 +81,16 @@ def parse_tags_file(text: str) -> dict[str, str] | None:
     if not isinstance(tags, Mapping):
         return None
     return {str(k): str(v) for k, v in tags.items()}
+
+
+def _lock_content() -> dict[str, Any]:
+    """A lock record as the CLI writes one (``pkg/backend/diy/lock.go``): this process."""
+    return {
+        "pid": os.getpid(),
+        "username": getpass.getuser(),
+        "hostname": socket.gethostname(),
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
 
 
 def _lock(key: str, stack: str, data: bytes | None) -> LockRecord:
@@ -277,6 +292,34 @@ class StateStore:
         for key in leftovers:
             self.bucket.delete(key)
         return len(leftovers)
+
+    def remove_stack(self, stack: str) -> list[LockRecord]:
+        """Remove ``stack`` as ``pulumi stack rm --force --remove-backups`` does, without a
+        ``pulumi``: under a lock of this process's own, taken as the CLI takes one (refused while
+        another is held, checked again after writing it), its tags, history and backups go,
+        then the checkpoint's ``.bak``, the checkpoint last: one interrupted midway still lists
+        and is removed by the next attempt. Returns the locks that refused it ([]: removed)."""
+        held = self.list_locks(stack)
+        if held:
+            return held
+        key = f"{self.locks_prefix(stack)}{uuid.uuid4()}.json"
+        self.bucket.write(key, json.dumps(_lock_content()).encode())
+        try:
+            held = [lock for lock in self.list_locks(stack) if lock.key != key]
+            if held:
+                return held
+            base = f"{self.stacks_prefix()}{stack}"
+            beside = {o.key[len(base) :] for o in self.bucket.list(f"{base}.")}
+            doomed = [base + TAGS_SUFFIX] if TAGS_SUFFIX in beside else []
+            for prefix in (self.history_prefix(stack), self.backups_prefix(stack)):
+                doomed += [o.key for o in self.bucket.list(prefix)]
+            doomed += [base + s + ".bak" for s in CHECKPOINT_SUFFIXES if s + ".bak" in beside]
+            doomed += [base + s for s in CHECKPOINT_SUFFIXES if s in beside]
+            for doomed_key in doomed:
+                self.bucket.delete(doomed_key)
+            return []
+        finally:
+            self.bucket.delete(key)
 
     def repair_torn_sidecars(self, stack: str) -> list[str]:
         """Remove a ``file://`` backend's torn ``.attrs`` sidecars of ``stack``; their names.

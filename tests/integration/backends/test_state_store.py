@@ -10,6 +10,7 @@ refuses the stack, and the store's removal lets the next `up` run.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -225,6 +226,53 @@ def test_pulumi_cancel_is_the_human_force_unlock(
     assert store.list_locks(name) == []
     with pytest.raises(ValueError, match="not a lock"):
         store.delete_lock(f".pulumi/stacks/{PROJECT}/{name}.json")  # never anything else
+
+
+def test_the_store_removes_a_stack_as_stack_rm_does(
+    toolchain: Toolchain, backend: Backend, tmp_path: Path
+) -> None:
+    """``remove_stack``: everything of the stack goes (checkpoint, its ``.bak``, tags, history,
+    backups), under a lock of this process while it works; the CLI no longer knows the stack
+    and makes it anew; refused while a live ``pulumi`` holds the stack's lock."""
+    where, name, other = project(tmp_path), "c.ns.gone", "c.ns.stays"
+    store = backend.store()
+    for stack in (name, other):
+        for _ in range(2):  # history, backups and a .bak of the checkpoint
+            BlockingUp(toolchain, backend, where, stack).start().release()
+        pulumi(toolchain, backend, where, "stack", "tag", "set", "lbr:x", "1", "-s", stack)
+    keys = {o.key for o in store.objects_of(name)}
+    assert any("/history/" in k for k in keys), keys
+    assert any("/backups/" in k for k in keys), keys
+    assert any(k.endswith(f"{name}.json.bak") for k in keys), keys
+    kept = {o.key for o in store.objects_of(other)}
+
+    seen: list[list[tuple[int, str]]] = []
+    real_delete = store.bucket.delete
+
+    def delete(key: str) -> None:
+        if not seen:
+            seen.append([(lock.pid, lock.hostname) for lock in store.list_locks(name)])
+        real_delete(key)
+
+    store.bucket.delete = delete  # type: ignore[method-assign]
+    assert store.remove_stack(name) == []
+    assert seen == [[(os.getpid(), socket.gethostname())]]  # locked while it worked
+    assert store.objects_of(name) == []
+    assert not store.stack_exists(name)
+    assert {o.key for o in store.objects_of(other)} == kept
+    listed = json.loads(pulumi(toolchain, backend, where, "stack", "ls", "--json").stdout)
+    assert [s["name"] for s in listed] == [other]
+    pulumi(toolchain, backend, where, "stack", "init", name)  # the CLI makes it anew
+
+    running = BlockingUp(toolchain, backend, where, other).start()
+    try:
+        (lock,) = store.remove_stack(other)
+        assert lock.pid == children_running(stack_name=other)[0]
+        assert store.stack_exists(other)
+        assert {o.key for o in store.objects_of(other)} >= kept
+    finally:
+        running.release()
+    assert running.error is None
 
 
 @pytest.mark.parametrize("kind", ["postgres", "s3"])

@@ -124,8 +124,10 @@ def test_create_noop_update_delete(
         assert on_noop == []
         assert on_update == ["stack select", "up"]
         # the direct delete (docs/engine.md): one cascade DELETE and the floating IP's through
-        # the engine's client, then `stack rm --force`; no `state unprotect`, no `destroy`
-        assert on_delete == ["stack select", "stack rm"]
+        # the engine's client, the stack removed in the backend; no `pulumi` at all
+        assert on_delete == []
+        assert stack.engine.store is not None
+        assert stack.engine.store.objects_of(stack.name) == []
     else:
         assert "stack output" not in on_create + on_update
         assert "stack history" not in on_create + on_update + on_delete
