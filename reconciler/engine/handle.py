@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
+from pulumi.automation._stack import StackInitMode  # the mode Stack.select gives
 
 from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
@@ -32,10 +34,23 @@ from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
 from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
 
-__all__ = ["StackHandle", "applied_spec_from", "quiet"]
+__all__ = ["KnownStack", "StackHandle", "applied_spec_from", "quiet"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class KnownStack(auto.Stack):
+    """A stack the backend holds (:meth:`StackHandle.check_stack` found it there), opened
+    without ``pulumi stack select``: that command only checks that the stack exists and makes it
+    the work folder's current one, and every command the engine runs names the stack
+    (``--stack``). One ``pulumi`` start, about 0.45 s, less per operation."""
+
+    def __init__(self, name: str, workspace: auto.Workspace) -> None:
+        # auto.Stack.__init__ would run `stack select`; these are all it sets besides
+        self.name = name
+        self.workspace = workspace
+        self._mode = StackInitMode.SELECT
 
 
 class StackHandle:
@@ -98,8 +113,14 @@ class StackHandle:
         return exists
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
-        """The stack opened with the CLI after :meth:`check_stack` said ``exists``."""
+        """The stack opened after :meth:`check_stack` said ``exists``: one the backend holds
+        without a ``pulumi`` (:class:`KnownStack`), else with the CLI."""
         opts = self._workspace_options()
+        if exists:
+            if opts.project_settings is not None and opts.project_settings.main is None:
+                opts.project_settings.main = os.getcwd()  # as the SDK's own helpers set it
+            opts.program = main
+            return KnownStack(self.name, auto.LocalWorkspace(**opts.__dict__))
         args: dict[str, Any] = {
             "stack_name": self.name,
             "project_name": PROJECT,

@@ -122,7 +122,7 @@ def test_create_noop_update_delete(
         # version: the engine checks the CLI once; config set: the password
         assert on_create == ["version", "stack init", "config set", "up"]
         assert on_noop == []
-        assert on_update == ["stack select", "up"]
+        assert on_update == ["up"]  # no `stack select`: the backend holds it (KnownStack)
         # the direct delete (docs/engine.md): one cascade DELETE and the floating IP's through
         # the engine's client, the stack removed in the backend; no `pulumi` at all
         assert on_delete == []
