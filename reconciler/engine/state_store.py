@@ -85,9 +85,13 @@ def parse_tags_file(text: str) -> dict[str, str] | None:
 
 def _lock_content() -> dict[str, Any]:
     """A lock record as the CLI writes one (``pkg/backend/diy/lock.go``): this process."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a container's UID with no name (OpenShift's random UIDs)
+        user = str(os.getuid())
     return {
         "pid": os.getpid(),
-        "username": getpass.getuser(),
+        "username": user,
         "hostname": socket.gethostname(),
         "timestamp": datetime.now(UTC).isoformat(),
     }

@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -177,3 +179,30 @@ def test_only_the_store_knows_the_layout() -> None:
             if re.search(r"state_(buckets|s3|postgres)\b", code) and path.name != "__init__.py":
                 wrong.append(f"{path.relative_to(root)} uses a bucket")
     assert wrong == []
+
+
+def test_the_lock_the_store_takes_names_this_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What ``remove_stack`` writes reads back as this process's lock, also for a container's
+    UID with no user name (getpass fails there)."""
+    store = StateStore(FileBucket(tmp_path, url=f"file://{tmp_path}"))
+    seen = []
+    real = store.bucket.delete
+
+    def delete(key: str) -> None:
+        seen.extend(store.list_locks("c.ns.web"))
+        real(key)
+
+    monkeypatch.setattr(store.bucket, "delete", delete)
+
+    def nameless() -> str:
+        raise KeyError("getpwuid(): uid not found: 1000650000")
+
+    monkeypatch.setattr("getpass.getuser", nameless)
+    assert store.remove_stack("c.ns.web") == []  # nothing there: only its own lock went
+    (lock,) = seen
+    assert (lock.pid, lock.username) == (os.getpid(), str(os.getuid()))
+    assert lock.hostname == socket.gethostname()
+    assert lock.timestamp is not None
+    assert store.list_locks("c.ns.web") == []
