@@ -158,7 +158,8 @@ def drift_due(
     most one interval plus the time the controller was down. Not due: stacks with an operation
     running (``busy``) and stacks without a spec hash (their next ensure runs ``up`` anyway);
     they come back once that changes. At most ``max_per_round`` names (None: no limit), the
-    most overdue first. ``interval <= 0`` disables the checks.
+    most overdue first: owed since the earliest slot, so a stack the limit deferred is never
+    passed by stacks owed since later. ``interval <= 0`` disables the checks.
     """
     checked = {info.stack: last_checked.get(info.stack, now) for info in stacks}
     if interval <= 0 or (max_per_round is not None and max_per_round <= 0):
@@ -167,9 +168,12 @@ def drift_due(
     for info in stacks:
         if info.busy or info.spec_hash is None:
             continue
-        slot = _last_slot(info.stack, now, interval)
-        if slot > checked[info.stack]:
-            ranked.append((slot, info.stack))
+        last = checked[info.stack]
+        if _last_slot(info.stack, now, interval) > last:
+            # owed since its first slot after the last check: a stack deferred by the limit
+            # keeps its place and moves up (ranked by its latest slot, it went back every
+            # interval and could starve while more is owed than the limit lets run)
+            ranked.append((_last_slot(info.stack, last, interval) + interval, info.stack))
     ranked.sort()
     names = [name for _, name in ranked]
     due = tuple(names if max_per_round is None else names[:max_per_round])
