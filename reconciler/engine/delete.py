@@ -45,8 +45,13 @@ from reconciler.engine.cloud_delete import (
     needs_cascade,
     retry_destroy_after_cascade,
 )
-from reconciler.engine.direct_delete import delete_directly, delete_without_cli, direct_plan
-from reconciler.engine.errors import ConflictError, EngineError
+from reconciler.engine.direct_delete import (
+    delete_directly,
+    delete_without_cli,
+    direct_plan,
+    refuse_cascade_if_shared,
+)
+from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
 from reconciler.engine.lb_tags import others_on, remove_tag
 from reconciler.engine.openstack import OpenStackRest
@@ -197,13 +202,7 @@ def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str
     so the state forgets what the cascade removed (see cloud_delete). Checked again right
     before: a listener of another Service that joined since would go with the cascade, so
     then this fails (retried soon; the next attempt releases the load balancer instead)."""
-    if others_on(rest, lb_id, ours=ss.occm_name):
-        raise ConflictError(
-            f"load balancer {lb_id} of stack {ss.name} got a listener of another Service "
-            "while it was being deleted; it is released instead on the next attempt",
-            stack=ss.name,
-        )
-    ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
+    refuse_cascade_if_shared(ss, rest, lb_id)
     cascade_delete(
         rest,
         lb_id,

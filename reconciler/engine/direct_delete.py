@@ -33,7 +33,7 @@ from reconciler.engine.plan import HASH_TAG, outputs_from_tags
 from reconciler.engine.state_store import BucketError
 from stacks.vocabulary import FLOATINGIPS
 
-__all__ = ["delete_directly", "delete_without_cli", "direct_plan"]
+__all__ = ["delete_directly", "delete_without_cli", "direct_plan", "refuse_cascade_if_shared"]
 
 log = logging.getLogger("reconciler.engine.stack")
 
@@ -105,21 +105,24 @@ def delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) 
             "cloud objects are deleted, the stack is removed on the next attempt",
             stack=ss.name,
         )
-    ss.forget()
+    ss.forget(removed=True)
+
+
+def refuse_cascade_if_shared(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
+    """Right before a cascade ``DELETE`` of the stack's own load balancer: fail when another
+    Service got on it meanwhile (its listener would go with the cascade; the next attempt
+    releases the load balancer instead), and refuse once the Lease is lost."""
+    if others_on(rest, lb_id, ours=ss.occm_name):
+        raise ConflictError(
+            f"load balancer {lb_id} of stack {ss.name} got a listener of another Service "
+            "while it was being deleted; it is released instead on the next attempt",
+            stack=ss.name,
+        )
+    ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
 
 
 def _delete_in_cloud(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) -> None:
     settings = ss.engine.settings
-
-    def check() -> None:
-        if others_on(rest, plan.lb_id, ours=ss.occm_name):
-            raise ConflictError(
-                f"load balancer {plan.lb_id} of stack {ss.name} got a listener of another "
-                "Service while it was being deleted; it is released instead on the next attempt",
-                stack=ss.name,
-            )
-        ss.engine.fence("deleting the load balancer with cascade", stack=ss.name)
-
     try:
         cascade_delete(
             rest,
@@ -128,7 +131,7 @@ def _delete_in_cloud(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion)
             timeout=settings.operation_timeout,
             cancelled=ss.engine.cancelled,
             lock=ss.engine.lb_locks(plan.lb_id),
-            check=check,
+            check=lambda: refuse_cascade_if_shared(ss, rest, plan.lb_id),
             level=logging.INFO,
         )
         for fip in plan.floating_ips:

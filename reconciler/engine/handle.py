@@ -246,16 +246,17 @@ class StackHandle:
         except (BucketError, OSError) as exc:
             log.warning("stack %s: history not pruned: %s", self.name, exc)
 
-    def forget(self) -> None:
+    def forget(self, *, removed: bool = False) -> None:
         """After ``stack rm``: what the CLI leaves of the stack in the backend (backups, the
         checkpoint's ``.bak``) and its work folder here go too (the backend's, only while
-        this process may write)."""
+        this process may write). ``removed``: the store removed the stack whole
+        (:meth:`~reconciler.engine.state_store.StateStore.remove_stack`), only the folder."""
         leading = self.engine.leading
         try:
             if leading is not None and not leading():
                 raise OSError("this process no longer holds the Lease")
             store = self.engine.store
-            if store is not None:
+            if store is not None and not removed:
                 store.remove_leftovers(self.name)
         except (BucketError, OSError) as exc:
             log.warning("stack %s: leftovers in the backend not removed: %s", self.name, exc)

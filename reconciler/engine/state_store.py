@@ -291,11 +291,17 @@ class StateStore:
             for o in self.bucket.list(f"{base}.")
             if o.key[len(base) :] in (".json.bak", ".json.gz.bak", ".json.zst.bak")
         ]
-        for prefix in (self.history_prefix(stack), self.backups_prefix(stack)):
-            leftovers += [o.key for o in self.bucket.list(prefix)]
+        leftovers += self._history_and_backups(stack)
         for key in leftovers:
             self.bucket.delete(key)
         return len(leftovers)
+
+    def _history_and_backups(self, stack: str) -> list[str]:
+        return [
+            o.key
+            for prefix in (self.history_prefix(stack), self.backups_prefix(stack))
+            for o in self.bucket.list(prefix)
+        ]
 
     def remove_stack(self, stack: str) -> list[LockRecord]:
         """Remove ``stack`` as ``pulumi stack rm --force --remove-backups`` does, without a
@@ -315,8 +321,7 @@ class StateStore:
             base = f"{self.stacks_prefix()}{stack}"
             beside = {o.key[len(base) :] for o in self.bucket.list(f"{base}.")}
             doomed = [base + TAGS_SUFFIX] if TAGS_SUFFIX in beside else []
-            for prefix in (self.history_prefix(stack), self.backups_prefix(stack)):
-                doomed += [o.key for o in self.bucket.list(prefix)]
+            doomed += self._history_and_backups(stack)
             doomed += [base + s + ".bak" for s in CHECKPOINT_SUFFIXES if s + ".bak" in beside]
             doomed += [base + s for s in CHECKPOINT_SUFFIXES if s in beside]
             for doomed_key in doomed:
