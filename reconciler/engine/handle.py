@@ -268,14 +268,15 @@ class StackHandle:
         spec: LoadBalancerSpec | None = None,
         *,
         rest: OpenStackRest | None = None,
-    ) -> None:
+    ) -> bool:
         """Resolve what an interrupted or failed operation left (see engine_recovery): the
         objects found become the next ``up``'s imports. With the ``spec`` about to be applied,
         the objects it also wants are looked for when the state lacks them, and a found object
         it does not declare (a port since removed) is deleted, or it would be left behind.
-        ``rest``: the caller's client, so one Keystone login serves both."""
+        ``rest``: the caller's client, so one Keystone login serves both. True when an update
+        or delete was cut off: the next ``up`` must refresh first."""
         rest = rest or self.engine.rest()
-        found, orphans = recover_pending(
+        found, orphans, unsure = recover_pending(
             stack=stack,
             stack_name=self.name,
             rest=rest,
@@ -295,6 +296,7 @@ class StackHandle:
             )
             found = {n: i for n, i in found.items() if n in wanted}
         self.imports = found
+        return bool(unsure)
 
     def carried_imports_of(self) -> dict[str, str]:
         """The imports in the stack's config file: an earlier ``up`` was given them and did not

@@ -66,6 +66,7 @@ from stacks.vocabulary import (
 )
 
 __all__ = [
+    "UNSETTLED",
     "PendingCreate",
     "carried_imports",
     "configured_spec",
@@ -73,6 +74,7 @@ __all__ = [
     "lost_lookups",
     "pending_creates",
     "resolve",
+    "unsettled",
 ]
 
 
@@ -93,6 +95,21 @@ class PendingCreate:
 
 
 _IDEMPOTENT = (MEMBERS_TYPE, FIP_ASSOCIATION_TYPE, PORT_SG_TYPE)
+
+
+# Pending operations only a refresh can settle: the request may have reached the cloud, and the
+# state still holds the resource as it was before it (Pulumi's `refresh` and `up --refresh`
+# clear them; a plain `up` leaves them and compares with the old values).
+UNSETTLED = ("updating", "deleting")
+
+
+def unsettled(deployment: Mapping[str, Any]) -> list[str]:
+    """The URNs of the pending updates and deletes in an exported deployment."""
+    return [
+        str((op.get("resource") or {}).get("urn", ""))
+        for op in deployment.get("pending_operations") or []
+        if op.get("type") in UNSETTLED
+    ]
 
 
 def pending_creates(deployment: Mapping[str, Any]) -> list[PendingCreate]:

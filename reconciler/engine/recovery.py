@@ -12,7 +12,9 @@ idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module doe
   ``pending_operations`` in the state. Each pending create of a named object (load balancer,
   listener, pool, monitor, floating IP, security group) is looked up in the cloud; found objects
   are returned as imports for the next ``up`` (the program declares them with ``import_``), so
-  they are adopted, not created twice. The pending operations are then dropped from the state.
+  they are adopted, not created twice. The pending creates are then dropped from the state;
+  pending updates and deletes stay, and the next ``up`` is ``up --refresh``, which reads those
+  resources back from the cloud and clears them.
   Objects a failed create made without telling the state are looked for too: the load balancer
   and floating IP (adopted), and listeners, pools and monitors (deleted, then made again by the
   ``up``: :mod:`reconciler.engine.lost`).
@@ -41,7 +43,7 @@ from typing import Any, NamedTuple, TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine.errors import InterruptedOperationError, NotLeaderError, UpTimeoutError
-from reconciler.engine.lost import PendingCreate, pending_creates, resolve
+from reconciler.engine.lost import UNSETTLED, PendingCreate, pending_creates, resolve, unsettled
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.processes import (
     alive,
@@ -87,10 +89,12 @@ def _logical_name(resource: Mapping[str, Any]) -> str:
 
 
 class Recovered(NamedTuple):
-    """What :func:`recover_pending` found: objects to adopt, children to delete."""
+    """What :func:`recover_pending` found: objects to adopt, children to delete, and the
+    resources whose update or delete was cut off (URNs; the next ``up`` must refresh first)."""
 
     imports: dict[str, str]
     orphans: dict[str, str]
+    unsettled: tuple[str, ...] = ()
 
 
 def recover_pending(
@@ -154,23 +158,29 @@ def recover_pending(
         if fresh:
             orphaned[lookup.name] = fresh[0]
             known.add(fresh[0])
+    unsure = tuple(unsettled(state))
     if not repair:
-        return Recovered(found, orphaned)
+        return Recovered(found, orphaned, unsure)
     if ops:
         log.warning(
-            "stack %s: %d pending operations after a crash; importing %d",
+            "stack %s: %d pending operations after a crash; importing %d%s",
             stack_name,
             len(ops),
             len(found),
+            f"; refreshing first for {len(unsure)} cut-off updates and deletes" if unsure else "",
         )
-        # Drop every pending operation from the state (the rest is as the crash left it), then
-        # have the next `up` import the found objects under their logical names (the program
-        # declares them with `import_`), so they are adopted, not created a second time.
-        state["pending_operations"] = []
+    kept = [op for op in ops if op.get("type") in UNSETTLED]
+    if len(kept) < len(ops):
+        # Drop the other pending operations from the state (the rest is as the crash left it),
+        # then have the next `up` import the found objects under their logical names (the
+        # program declares them with `import_`), so they are adopted, not created a second
+        # time. Pending updates and deletes stay until the `up --refresh` that settles them
+        # clears them: a crash before it leaves them for the next recovery to see again.
+        state["pending_operations"] = kept
         stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
-    elif found:
+    if found and not ops:
         log.warning("stack %s: adopting %s, not in the state", stack_name, sorted(found))
-    return Recovered(found, orphaned)
+    return Recovered(found, orphaned, unsure)
 
 
 # --- hanging operations -----------------------------------------------------------------------

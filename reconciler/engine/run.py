@@ -86,10 +86,19 @@ def _answered_from(stack: auto.Stack, collected: _Collected) -> Iterator[None]:
                 delattr(stack, name)
 
 
-def up(stack: auto.Stack, *, on_output: Callable[[str], None]) -> auto.UpResult:
+def up(
+    stack: auto.Stack, *, on_output: Callable[[str], None], refresh: bool = False
+) -> auto.UpResult:
+    """``pulumi up``; with ``refresh``, ``up --refresh`` (the state read back from the cloud
+    first)."""
     collected = _Collected("update")
     with _answered_from(stack, collected):
-        return stack.up(on_output=on_output, on_event=collected.on_event, show_secrets=False)
+        return stack.up(
+            on_output=on_output,
+            on_event=collected.on_event,
+            show_secrets=False,
+            refresh=True if refresh else None,
+        )
 
 
 def destroy(stack: auto.Stack, *, on_output: Callable[[str], None]) -> auto.DestroyResult:

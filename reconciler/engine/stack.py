@@ -181,8 +181,7 @@ class ServiceStack(StackHandle):
         wanted = stack_spec(desired, tags=current)
         spec, frozen = wanted.spec, wanted.frozen
         digest = spec.spec_hash()
-        if not finished:
-            self.recover(stack, spec)
+        unsettled = not finished and self.recover(stack, spec)
         if imports:
             self.imports = {**self.imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):
@@ -197,15 +196,11 @@ class ServiceStack(StackHandle):
         joining = self.engine.lb_locks(spec.existing_lb_id) if spec.existing_lb_id else None
         with joining or contextlib.nullcontext():
             try:
-                result = self.deadline(
-                    lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
-                )
+                result = self._up(stack, refresh=unsettled)
             except EngineError as exc:
                 if not repaired_for_retry(self, stack, current.get(LB_ID_TAG), exc):
                     raise
-                result = self.deadline(
-                    lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="up"
-                )
+                result = self._up(stack, refresh=unsettled)
         outputs = plain_outputs(result.outputs)
         if outputs.get("lb_id"):  # before the hash: a failure here is retried by an `up`
             self._tag_load_balancer(str(outputs["lb_id"]), spec)
@@ -224,6 +219,15 @@ class ServiceStack(StackHandle):
             outputs=outputs,
             resource_changes=changes,
             frozen=frozen,
+        )
+
+    def _up(self, stack: auto.Stack, *, refresh: bool) -> auto.UpResult:
+        """``up``; ``up --refresh`` after an ``up`` cut off during an update or delete: the
+        cloud may hold what that ``up`` sent while the state holds the values before it (only
+        the pending operation says otherwise), so without the refresh an edit undone meanwhile
+        looks like no change and the cloud keeps the undone value."""
+        return self.deadline(
+            lambda: engine_run.up(stack, on_output=quiet, refresh=refresh), stack=stack, doing="up"
         )
 
     def _tag_load_balancer(self, lb_id: str, spec: LoadBalancerSpec) -> None:

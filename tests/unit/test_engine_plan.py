@@ -13,7 +13,7 @@ from reconciler.engine.errors import (
     QuotaError,
     error_class,
 )
-from reconciler.engine.lost import carried_imports, lost_lookups, pending_creates
+from reconciler.engine.lost import carried_imports, lost_lookups, pending_creates, unsettled
 from reconciler.engine.plan import (
     HASH_TAG,
     OWNS_TAG,
@@ -177,6 +177,15 @@ def test_pending_creates() -> None:
     assert found[0].find_by == {"name": "kube_service_c_ns_n"}
     assert [p.name for p in found] == ["lb", "members-tcp-80"]
     assert pending_creates({}) == []
+
+
+def test_cut_off_updates_and_deletes_are_unsettled_creates_and_reads_are_not() -> None:
+    ops = [
+        {"type": kind, "resource": {"urn": f"urn:{kind}", "type": "t", "inputs": {}}}
+        for kind in ("creating", "updating", "deleting", "reading", "importing")
+    ]
+    assert unsettled({"pending_operations": ops}) == ["urn:updating", "urn:deleting"]
+    assert unsettled({}) == []
 
 
 def test_a_pending_listener_is_found_by_its_port_too() -> None:

@@ -14,7 +14,7 @@ import dataclasses
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from reconciler.engine.state_buckets import FileBucket
 from reconciler.engine.state_store import BucketError, StateStore
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
+from reconciler.model.annotations import CONNECTION_LIMIT
 from tests.backends import Backend
 from tests.builders import stored_service
 from tests.emulated import connect, wait_until
@@ -79,6 +80,20 @@ def _kill_mid_create(
     """Run ``ensure`` and SIGKILL its ``pulumi`` while the create of the first ``kind`` (a
     type token's last part) is pending: the cloud has it, the state does not."""
     collection = {"LoadBalancer": "loadbalancers", "Listener": "listeners"}[kind]
+    _kill_mid(env, stack, spec, kind, "creating", lambda: env.cloud.inventory()[collection])
+
+
+def _kill_mid(
+    env: Env,
+    stack: ServiceStack,
+    spec: LoadBalancerSpec,
+    kind: str,
+    op_type: str,
+    in_cloud: Callable[[], object],
+) -> None:
+    """Run ``ensure`` and SIGKILL its ``pulumi`` while the state has a pending ``op_type``
+    (``creating``, ``updating``) of a ``kind`` and ``in_cloud`` says the request reached the
+    cloud."""
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -93,12 +108,12 @@ def _kill_mid_create(
         lambda: [
             op
             for op in _pending(stack)
-            if op["resource"]["type"].endswith(f":{kind}") and op["type"] == "creating"
+            if op["resource"]["type"].endswith(f":{kind}") and op["type"] == op_type
         ],
         timeout=60,
     )
     assert ops
-    wait_until(lambda: env.cloud.inventory()[collection], timeout=10)  # it reached the cloud
+    wait_until(in_cloud, timeout=10)  # it reached the cloud
     pids = wait_until(lambda: children_running(stack_name=stack.name), timeout=10)
     plugins = {p for pid in pids for p in descendants(pid)}
     for pid in pids:
@@ -238,3 +253,52 @@ def test_an_import_carried_over_is_dropped_when_its_object_is_gone(slow_child_en
     assert only(env.cloud.inventory()["listeners"])["id"] != listener_id
     assert restarted.delete().existed
     assert env.cloud.lbs() == []
+
+
+def _limit(env: Env) -> int:
+    """The connection limit of the only listener in the cloud."""
+    return int(only(env.cloud.inventory()["listeners"])["connection_limit"])
+
+
+def test_kill_mid_listener_update_then_the_edit_is_undone(slow_child_env: Env) -> None:
+    """An ``up`` cut off after the cloud took a listener's new value: the state still holds the
+    old one, the pending update is all that says otherwise. The Service is edited back before
+    the next ``ensure``; that ``up`` must put the cloud back too, not find "no change" between
+    the state and the spec (found by the chaos run: a listener kept ``connection_limit`` 5000
+    for ever after its Service's annotation was removed)."""
+    env = slow_child_env
+    config = env.config()
+    plain = spec_for(stored_service("edit-undone"), config)
+    stack = env.engine(config).stack(service=plain.service)
+    assert stack.ensure(plain).changed
+    limited = spec_for(
+        stored_service("edit-undone", annotations={CONNECTION_LIMIT: "5000"}), config
+    )
+    _kill_mid(env, stack, limited, "Listener", "updating", lambda: _limit(env) == 5000 or None)
+
+    restarted = env.engine(config).stack(service=plain.service)  # a new process, no memory
+    restarted.ensure(plain)
+    assert _limit(env) == -1
+    assert not _pending(restarted)  # the refresh settled the cut-off update
+    assert not restarted.ensure(plain).changed
+    assert restarted.delete().existed
+    assert env.cloud.lbs() == []
+
+
+def test_kill_mid_listener_update_then_delete_leaves_nothing(slow_child_env: Env) -> None:
+    """The pending update a cut-off ``up`` left stays in the state until an ``up --refresh``
+    settles it; a delete of the Service first must still empty the cloud."""
+    env = slow_child_env
+    config = env.config()
+    plain = spec_for(stored_service("update-then-delete"), config)
+    stack = env.engine(config).stack(service=plain.service)
+    assert stack.ensure(plain).changed
+    limited = spec_for(
+        stored_service("update-then-delete", annotations={CONNECTION_LIMIT: "5000"}), config
+    )
+    _kill_mid(env, stack, limited, "Listener", "updating", lambda: _limit(env) == 5000 or None)
+
+    restarted = env.engine(config).stack(service=plain.service)
+    assert restarted.delete().existed
+    assert env.cloud.lbs() == []
+    env.cloud.wait_nothing_created(timeout=15)
