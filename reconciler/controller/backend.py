@@ -58,9 +58,10 @@ __all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "failure_of"]
 class LoadBalancerEngine(Protocol):
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult: ...
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         """``keep_floating_ip``: the Service's ``keep-floatingip`` as it is now (None: the
-        Service is gone; the value of the last ``up`` holds)."""
+        Service is gone; the value of the last ``up`` holds). True when the stack went without
+        ``pulumi destroy`` (one cascade ``DELETE``, the state removed from the backend)."""
         ...
 
     def refresh(self, service: ServiceRef) -> bool:
@@ -118,8 +119,8 @@ class PulumiEngine:
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
         return self._engine.stack(service=spec.service).ensure(spec)
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
-        self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip)
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
+        return self._engine.stack(service=service).delete(keep_floating_ip=keep_floating_ip).direct
 
     def refresh(self, service: ServiceRef) -> bool:
         changes = self._engine.stack(service=service).refresh()

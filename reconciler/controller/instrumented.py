@@ -2,7 +2,8 @@
 
 ``lbr_stack_operations_total{kind,result}`` and ``lbr_stack_operation_duration_seconds{kind}``
 (:mod:`reconciler.controller.metrics`): ``ensure`` counts as ``up``, or as ``skip`` when the engine
-found the spec already applied; ``delete`` as ``destroy``; ``refresh`` as ``refresh`` and
+found the spec already applied; ``delete`` as ``destroy``, or ``direct-delete`` when it went
+without ``pulumi`` (one cascade ``DELETE``); ``refresh`` as ``refresh`` and
 ``check_drift`` as ``refresh-preview`` (both also in ``lbr_drift_checks_total{drifted}``).
 Failures are counted and re-raised unchanged.
 """
@@ -50,11 +51,11 @@ class InstrumentedEngine:
             "up", lambda: self._engine.ensure(spec), lambda r: "up" if r.changed else "skip"
         )
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
-        self._timed(
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
+        return self._timed(
             "destroy",
             lambda: self._engine.delete(service, keep_floating_ip=keep_floating_ip),
-            lambda _r: "destroy",
+            lambda direct: "direct-delete" if direct else "destroy",
         )
 
     def refresh(self, service: ServiceRef) -> bool:

@@ -27,7 +27,8 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 
 ``result`` of a reconcile is one of ``success``, ``retry`` (retried soon: a routine wait),
 ``error`` (backed off) and ``invalid`` (the Service's input is wrong; no retry until it changes).
-``kind`` of a stack operation is ``up``, ``destroy``, ``refresh``, ``refresh-preview`` (the drift
+``kind`` of a stack operation is ``up``, ``destroy``, ``direct-delete`` (a delete without
+``pulumi``: one cascade ``DELETE``), ``refresh``, ``refresh-preview`` (the drift
 check of ``--drift=report``, which writes nothing) or ``skip`` (the engine found the stack up to
 date and ran no ``up``); its ``result`` is ``success`` or ``error``.
 
@@ -61,7 +62,7 @@ __all__ = ["CONTENT_TYPE", "DRIFT", "RECONCILE_RESULTS", "STACK_KINDS", "STACK_R
 _log = logging.getLogger(__name__)
 
 RECONCILE_RESULTS = ("success", "retry", "error", "invalid")
-STACK_KINDS = ("up", "destroy", "refresh", "refresh-preview", "skip")
+STACK_KINDS = ("up", "destroy", "direct-delete", "refresh", "refresh-preview", "skip")
 STACK_RESULTS = ("success", "error")
 DRIFT = ("true", "false")
 FENCED_AT = ("sync", "operation")
@@ -120,8 +121,8 @@ class Metrics:
         )
         self._stack_ops = Counter(
             "lbr_stack_operations_total",
-            "Pulumi stack operations by kind (up, destroy, refresh, refresh-preview, skip) and "
-            "result.",
+            "Pulumi stack operations by kind (up, destroy, direct-delete, refresh, "
+            "refresh-preview, skip) and result.",
             ["kind", "result"],
             registry=r,
         )

@@ -74,6 +74,9 @@ class DeleteResult:
     existed: bool
     released_load_balancer: bool = False  # kept in the cloud for the Services still on it
     deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
+    direct: bool = (
+        False  # no `pulumi destroy`: one cascade DELETE (reconciler.engine.direct_delete)
+    )
 
 
 def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> DeleteResult:
@@ -83,7 +86,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     exists = ss.check_stack()
     rest = ss.engine.rest()  # one Keystone login (on first use) for every lookup below
     if exists and delete_without_cli(ss, rest, keep_floating_ip):
-        return DeleteResult(True)
+        return DeleteResult(True, direct=True)
     stack = None if exists is False else ss.select_stack(exists, create=False)
     if stack is None:
         ss.forget()

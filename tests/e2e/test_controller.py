@@ -100,7 +100,7 @@ class RecordingEngine:
         }
         return EnsureResult(changed=changed, spec_hash=spec.spec_hash(), outputs=outputs)
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         call = Call(
             "delete",
             f"{service.namespace}/{service.name}",
@@ -115,6 +115,7 @@ class RecordingEngine:
             assert gate.wait(60), "delete gate never opened"
         if failure is not None:
             raise failure
+        return False
 
     def refresh(self, service: ServiceRef) -> bool:
         with self.lock:

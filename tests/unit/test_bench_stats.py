@@ -214,6 +214,7 @@ METRICS = """\
 lbr_stack_operations_total{kind="up",result="success"} 3.0
 lbr_stack_operations_total{result="error",kind="up"} 1.0
 lbr_stack_operations_total{kind="destroy",result="success"} 2.0
+lbr_stack_operations_total{kind="direct-delete",result="success"} 5.0
 lbr_stack_operations_total{kind="refresh",result="success"} 0.0
 lbr_stack_operations_total{kind="skip",result="success"} 7.0
 lbr_reconciles_total{result="success"} 12.0
@@ -242,7 +243,7 @@ def test_metric_sum_filters_by_labels() -> None:
 
 def test_stack_operations_count_skip_apart_from_operations_that_ran() -> None:
     ops = stack_operations(parse_metrics(METRICS))
-    assert ops == {"up": 4, "destroy": 2, "refresh": 0, "skip": 7, "ran": 6}
+    assert ops == {"up": 4, "destroy": 2, "direct-delete": 5, "refresh": 0, "skip": 7, "ran": 11}
 
 
 def test_orphans_count_cloud_objects_and_stacks() -> None:

@@ -115,10 +115,11 @@ class FailingEngine:
         outputs = {"lb_id": LB_ID, "vip_address": "10.0.0.5", "floating_ip": "172.24.4.10"}
         return EnsureResult(changed=True, spec_hash=spec.spec_hash(), outputs=outputs)
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         self.calls.append("delete")
         if self.delete_error is not None:
             raise self.delete_error
+        return False
 
     def refresh(self, service: ServiceRef) -> bool:
         return False

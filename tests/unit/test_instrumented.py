@@ -18,6 +18,7 @@ class FakeEngine:
     def __init__(self) -> None:
         self.changed = True
         self.fail = False
+        self.direct = False
 
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
         if self.fail:
@@ -25,9 +26,10 @@ class FakeEngine:
         outputs = {"lb_id": "lb", "vip_address": "10.0.0.5"}
         return EnsureResult(changed=self.changed, spec_hash=spec.spec_hash(), outputs=outputs)
 
-    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> None:
+    def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         if self.fail:
             raise RuntimeError("boom")
+        return self.direct
 
     def refresh(self, service: ServiceRef) -> bool:
         return self.changed
@@ -62,6 +64,8 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     assert engine.refresh(spec.service) is False
     assert engine.check_drift(spec.service) == DriftReport()
     engine.delete(spec.service)
+    fake.direct = True
+    engine.delete(spec.service)
     fake.fail = True
     with pytest.raises(RuntimeError, match="boom"):
         engine.ensure(spec)
@@ -70,6 +74,7 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     assert sample(metrics, total, kind="skip", result="success") == 1
     assert sample(metrics, total, kind="refresh", result="success") == 1
     assert sample(metrics, total, kind="destroy", result="success") == 1
+    assert sample(metrics, total, kind="direct-delete", result="success") == 1
     assert sample(metrics, total, kind="up", result="error") == 1
     assert sample(metrics, total, kind="refresh-preview", result="success") == 1
     assert sample(metrics, "lbr_drift_checks_total", drifted="false") == 2

@@ -79,6 +79,7 @@ def test_delete_is_one_cascade_and_the_floating_ip(
     assert "destroy" not in starts, starts
     assert "state" not in starts, starts  # no unprotect either
     assert result.existed
+    assert result.direct  # counted as `direct-delete`, not `destroy`
     assert not result.released_load_balancer
     assert fired() == {
         "octavia.loadbalancer.delete": 1,
