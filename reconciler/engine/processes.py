@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ __all__ = [
     "pulumi_children",
     "send_signal",
     "start_time",
+    "wait_gone",
 ]
 
 
@@ -74,6 +76,19 @@ def descendants(pid: int) -> set[tuple[int, str]]:
     return found
 
 
+def wait_gone(processes: set[tuple[int, str]], *, timeout: float = 5.0) -> bool:
+    """Wait until each of ``processes`` (PID, start time) has exited (gone or a zombie), at
+    most ``timeout`` seconds; whether all did. A SIGKILLed process is not gone at once: the
+    kernel tears it down first (a provider plugin's memory, its threads), and whoever looks
+    right after the signal still finds it running."""
+    deadline = time.monotonic() + timeout
+    while any(start_time(pid) == started for pid, started in processes):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def kill_tree(pid: int) -> set[tuple[int, str]]:
     """SIGKILL the process group led by ``pid`` and every descendant of ``pid``, as a
     container's end kills every process in it; return the descendants (PID, start time).
@@ -87,6 +102,7 @@ def kill_tree(pid: int) -> set[tuple[int, str]]:
     for child, started in tree:
         if start_time(child) == started:
             send_signal(child, signal.SIGKILL)
+    wait_gone(tree)
     return tree
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
 from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.processes import start_time, wait_gone
 from reconciler.engine.recovery import repair_torn_sidecars, run_with_deadline
 from reconciler.engine.state_store import open_state_store
 from stacks.vocabulary import PROJECT
@@ -81,3 +85,19 @@ def test_an_operation_that_ends_in_time_returns_its_value() -> None:
         )
         == 7
     )
+
+
+def test_wait_gone_returns_once_killed_processes_have_exited() -> None:
+    """A SIGKILLed process counts as gone once it has exited (a zombie not yet reaped counts
+    too); a live one keeps the wait going until its timeout."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        started = start_time(child.pid)
+        assert started is not None
+        assert not wait_gone({(child.pid, started)}, timeout=0.05)  # alive: the wait ran out
+        os.kill(child.pid, signal.SIGKILL)
+        assert wait_gone({(child.pid, started)}, timeout=10)
+        assert start_time(child.pid) is None  # exited: a zombie until reaped below
+    finally:
+        child.kill()
+        child.wait()
