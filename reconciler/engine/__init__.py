@@ -39,7 +39,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.state_store`: the one module that knows Pulumi's private DIY backend layout (stacks,
   tags, locks, for ``file://``, ``s3://`` and ``postgres://`` alike); the objects it reads are
   reached through :mod:`.state_buckets` (what every bucket shares, and ``file://``),
-  :mod:`.state_s3` and :mod:`.state_postgres`;
+  :mod:`.state_s3` and :mod:`.state_postgres`; :mod:`.passphrase`: the one that knows
+  Pulumi's ``passphrase`` secrets format (a new stack's salt and secrets, without the CLI);
 * :mod:`.state_retention`: which history entries and checkpoint backups a stack keeps (pure);
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
   naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed

@@ -39,6 +39,7 @@ from reconciler.engine.errors import (
 from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.passphrase import PassphraseKey
 from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
@@ -132,6 +133,8 @@ class EngineContext:
         self.cancelled = threading.Event()
         # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
         self.secrets_written: dict[tuple[str, str], str] = {}
+        # the salt and key of the stacks this process creates without `pulumi stack init`
+        self.passphrase_key = PassphraseKey(settings.passphrase.reveal())
         # one Service at a time changes a load balancer's tags (lb_tags)
         self.lb_locks = LoadBalancerLocks()
         self._rest: OpenStackRest | None = None

@@ -26,7 +26,13 @@ from reconciler.engine.lost import carried_imports, configured_spec, lost_childr
 from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.plan import resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, run_with_deadline
-from reconciler.engine.stack_meta import NO_SUCH_RESOURCE, configure, plain_outputs, run_cli
+from reconciler.engine.stack_meta import (
+    NO_SUCH_RESOURCE,
+    configure,
+    new_settings_file,
+    plain_outputs,
+    run_cli,
+)
 from reconciler.engine.state_store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
@@ -114,8 +120,12 @@ class StackHandle:
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
         """The stack opened after :meth:`check_stack` said ``exists``: one the backend holds
-        without a ``pulumi`` (:class:`KnownStack`), else with the CLI."""
+        without a ``pulumi`` (:class:`KnownStack`), a new one made by the store when it can
+        (:meth:`create_directly`), else with the CLI."""
         opts = self._workspace_options()
+        if exists is False and create and self.create_directly():
+            self.created = True
+            exists = True
         if exists:
             if opts.project_settings is not None and opts.project_settings.main is None:
                 opts.project_settings.main = os.getcwd()  # as the SDK's own helpers set it
@@ -143,6 +153,27 @@ class StackHandle:
         except auto.CommandError as exc:
             raise self.engine.error(exc, stack=self.name, doing="opening") from None
         return stack
+
+    def create_directly(self) -> bool:
+        """Make the stack as ``pulumi stack init`` does, with no ``pulumi`` start (about 0.6 s
+        and 0.6 CPU seconds saved per new Service): its checkpoint in the backend
+        (:meth:`StateStore.create_stack`), its settings file with this process's salt
+        (:mod:`reconciler.engine.passphrase`), so that ``configure`` encrypts its secrets
+        itself too. False, nothing made, for a backend the store does not write, another
+        secrets provider than ``passphrase``, or a stack made meanwhile: ask the CLI."""
+        engine, store = self.engine, self.engine.store
+        if store is None or engine.settings.secrets_provider != "passphrase":
+            return False
+        engine.fence("creating the stack", stack=self.name)
+        try:
+            made = store.create_stack(self.name)
+        except BucketError as exc:
+            raise engine.error(exc, stack=self.name, doing="creating the stack") from None
+        if made:
+            new_settings_file(
+                self.work_dir / f"Pulumi.{self.name}.yaml", engine.passphrase_key.state
+            )
+        return made
 
     def unprotect(self, names: list[str]) -> None:
         """Lift the protection of these resources (logical names) before an ``up`` that is

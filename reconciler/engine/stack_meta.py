@@ -6,9 +6,11 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 :mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.provider_config`).
 
 * **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
-  provider's secret fields with ``pulumi config set --secret`` on stdin, never on a command line.
-  A secret this process already wrote to the stack's config file, with the same value, is not
-  written again (one CLI start saved per operation; the memo holds a digest, never the value).
+  provider's secret fields encrypted here when the stack's salt is this process's own (a stack
+  it created, :func:`new_settings_file`, :mod:`reconciler.engine.passphrase`), else with
+  ``pulumi config set --secret`` on stdin, never on a command line. A secret this process
+  already wrote to the stack's config file, with the same value, is not written again (one CLI
+  start saved per operation; the memo holds a digest, never the value).
 * **Outputs** (:func:`plain_outputs`): as plain values, every key present.
 * **Tags** are read and written by :class:`reconciler.engine.tags.StackTags`; which ones, in
   :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
@@ -36,6 +38,7 @@ import yaml
 from pulumi import automation as auto
 
 from reconciler.engine.locks import locked
+from reconciler.engine.passphrase import encrypt
 from reconciler.engine.plan import (
     CLUSTER_TAG,
     StackInfo,
@@ -63,6 +66,7 @@ __all__ = [
     "configure",
     "last_operations",
     "list_stacks",
+    "new_settings_file",
     "plain_outputs",
     "run_cli",
     "stacks_tagged",
@@ -138,17 +142,31 @@ def configure(
         else:
             plain[key] = auto.ConfigValue(value)
     config_file = work_dir / f"Pulumi.{stack_name}.yaml"
-    if not _write_plain_config(config_file, {k: v.value for k, v in plain.items()}):
-        try:
-            stack.set_all_config(plain)
-        except auto.CommandError as exc:
-            raise engine.error(exc, stack=stack_name, doing="config") from None
+    settings = _read_config_file(config_file)
+    salt = settings.get("encryptionsalt") if settings else None
+    aes_key = engine.passphrase_key.key_for(salt if isinstance(salt, str) else None)
+    values: dict[str, Any] = {k: v.value for k, v in plain.items()}
+    written: dict[str, str] = {}  # secret key -> digest, encrypted here
+    by_cli: dict[str, tuple[str, str]] = {}  # secret key -> (value, digest)
     for key, value in secrets.items():
         digest = hashlib.sha256(f"{stack_name}\0{key}\0{value}".encode()).hexdigest()
         if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(
             config_file, key
         ):
             continue
+        if aes_key is not None:
+            values[key] = {"secure": encrypt(aes_key, value)}
+            written[key] = digest
+        else:
+            by_cli[key] = (value, digest)
+    if not _write_config(config_file, values):
+        try:
+            stack.set_all_config(plain)
+        except auto.CommandError as exc:
+            raise engine.error(exc, stack=stack_name, doing="config") from None
+    for key, digest in written.items():
+        engine.secrets_written[(stack_name, key)] = digest
+    for key, (value, digest) in by_cli.items():
         run_cli(
             engine,
             ["config", "set", "--secret", key],
@@ -157,6 +175,16 @@ def configure(
             stdin=value,
         )
         engine.secrets_written[(stack_name, key)] = digest
+
+
+def new_settings_file(config_file: Path, salt_state: str) -> None:
+    """The settings file of a stack just created without ``pulumi stack init``
+    (:meth:`reconciler.engine.state_store.StateStore.create_stack`): its ``encryptionsalt``, as
+    ``stack init`` writes it, and no config yet (:func:`configure` adds it)."""
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = config_file.with_name(f".{config_file.name}.tmp")
+    tmp.write_text(yaml.safe_dump({"encryptionsalt": salt_state}, sort_keys=False))
+    tmp.replace(config_file)
 
 
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
@@ -170,9 +198,10 @@ def _read_config_file(config_file: Path) -> dict[str, Any] | None:
     return settings
 
 
-def _write_plain_config(config_file: Path, values: Mapping[str, str]) -> bool:
-    """Set plain ``values`` in the stack settings file, keeping everything else (the secrets'
-    ciphertext, the encryption salt); False when there is no such file to edit (ask the CLI).
+def _write_config(config_file: Path, values: Mapping[str, Any]) -> bool:
+    """Set ``values`` (plain, or ``{"secure": ciphertext}``) in the stack settings file,
+    keeping everything else (other secrets, the encryption salt); False when there is no such
+    file to edit (ask the CLI).
 
     The file is Pulumi's documented per-stack settings file, the same one
     ``pulumi config set-all --plaintext`` edits; writing it here saves a CLI start."""

@@ -21,7 +21,19 @@ from urllib.parse import unquote, urlsplit
 
 from reconciler.engine.state_buckets import BucketError, StoredObject, redacted_url, url_query
 
-__all__ = ["PostgresBucket"]
+__all__ = ["POSTGRES_CLI_SETTINGS", "PostgresBucket", "cli_settings"]
+
+# The CLI's DIY PostgreSQL driver (pulumi v3.259) lists stacks with 10 workers by default, each
+# holding a cursor (a connection) while it asks for each row's size on another; its pool has
+# 2 x GOMAXPROCS connections, so on a machine with fewer than 10 cores `pulumi stack ls` of more
+# than a few stacks waits for a free connection for ever. One worker lists 500 stacks in 1 s.
+POSTGRES_CLI_SETTINGS = {"PULUMI_DIY_BACKEND_PARALLEL": "1"}
+
+
+def cli_settings(url: str) -> dict[str, str]:
+    """Environment the ``pulumi`` CLI needs to work on backend ``url`` (unless the user set
+    them): for ``postgres://``, one worker when listing stacks (:data:`POSTGRES_CLI_SETTINGS`)."""
+    return dict(POSTGRES_CLI_SETTINGS) if url.lower().startswith("postgres://") else {}
 
 
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")

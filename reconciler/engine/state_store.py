@@ -26,6 +26,7 @@ module only lists them (:meth:`StateStore.list_locks`) and removes one
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import gzip
 import json
@@ -33,7 +34,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,7 +42,7 @@ import yaml
 
 from reconciler.engine.lock_plan import LockRecord, parse_lock
 from reconciler.engine.state_buckets import Bucket, BucketError, FileBucket, StoredObject
-from reconciler.engine.state_postgres import PostgresBucket
+from reconciler.engine.state_postgres import PostgresBucket, cli_settings
 from reconciler.engine.state_retention import backups_to_prune, history_to_prune
 from reconciler.engine.state_s3 import S3Bucket
 from stacks.vocabulary import PROJECT
@@ -113,6 +114,7 @@ class StateStore:
     def __init__(self, bucket: Bucket, *, project: str = PROJECT) -> None:
         self.bucket = bucket
         self.project = project
+        self._opened = False  # meta.yaml seen: the CLI has set the backend up
 
     @property
     def url(self) -> str:
@@ -309,13 +311,7 @@ class StateStore:
         another is held, checked again after writing it), its tags, history and backups go,
         then the checkpoint's ``.bak``, the checkpoint last: one interrupted midway still lists
         and is removed by the next attempt. Returns the locks that refused it ([]: removed)."""
-        held = self.list_locks(stack)
-        if held:
-            return held
-        key = f"{self.locks_prefix(stack)}{uuid.uuid4()}.json"
-        self.bucket.write(key, json.dumps(_lock_content()).encode())
-        try:
-            held = [lock for lock in self.list_locks(stack) if lock.key != key]
+        with self._own_lock(stack) as held:
             if held:
                 return held
             base = f"{self.stacks_prefix()}{stack}"
@@ -327,6 +323,38 @@ class StateStore:
             for doomed_key in doomed:
                 self.bucket.delete(doomed_key)
             return []
+
+    def create_stack(self, stack: str) -> bool:
+        """Make ``stack`` as ``pulumi stack init`` does, without a ``pulumi``, under a lock of
+        this process's own: a checkpoint with no deployment (the CLI reads a stack never
+        updated; the first ``up`` adds the secrets provider's salt from the settings file, as
+        after ``stack init``). False, nothing written, when another's lock refused it, the
+        stack exists meanwhile, or the CLI has not set the backend up yet (no ``meta.yaml``;
+        stacks written before it would sit where the CLI looks for the old layout)."""
+        if not self._opened and self.bucket.read(META) is None:
+            return False
+        self._opened = True  # meta.yaml is never removed
+        with self._own_lock(stack) as held:
+            if held or self.stack_exists(stack):
+                return False
+            fqn = f"{ORGANIZATION}/{self.project}/{stack}"
+            checkpoint = json.dumps({"version": 3, "checkpoint": {"stack": fqn}})
+            self.bucket.write(f"{self.stacks_prefix()}{stack}.json", checkpoint.encode())
+            return True
+
+    @contextlib.contextmanager
+    def _own_lock(self, stack: str) -> Iterator[list[LockRecord]]:
+        """A lock of this process on ``stack``, taken as the CLI takes one: yields the locks of
+        others that refuse it (none held: it is written, and checked again after writing), and
+        removes it after."""
+        held = self.list_locks(stack)
+        if held:
+            yield held
+            return
+        key = f"{self.locks_prefix(stack)}{uuid.uuid4()}.json"
+        self.bucket.write(key, json.dumps(_lock_content()).encode())
+        try:
+            yield [lock for lock in self.list_locks(stack) if lock.key != key]
         finally:
             self.bucket.delete(key)
 
@@ -351,19 +379,6 @@ class StateStore:
 
     def close(self) -> None:
         self.bucket.close()
-
-
-# The CLI's DIY PostgreSQL driver (pulumi v3.259) lists stacks with 10 workers by default, each
-# holding a cursor (a connection) while it asks for each row's size on another; its pool has
-# 2 x GOMAXPROCS connections, so on a machine with fewer than 10 cores `pulumi stack ls` of more
-# than a few stacks waits for a free connection for ever. One worker lists 500 stacks in 1 s.
-POSTGRES_CLI_SETTINGS = {"PULUMI_DIY_BACKEND_PARALLEL": "1"}
-
-
-def cli_settings(url: str) -> dict[str, str]:
-    """Environment the ``pulumi`` CLI needs to work on backend ``url`` (unless the user set
-    them): for ``postgres://``, one worker when listing stacks (:data:`POSTGRES_CLI_SETTINGS`)."""
-    return dict(POSTGRES_CLI_SETTINGS) if url.lower().startswith("postgres://") else {}
 
 
 def open_state_store(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +43,30 @@ def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def plain_config(env: Env, stack: ServiceStack, key: str) -> str:
+    """``pulumi config get`` of the stack's settings file, as a user would in its work folder."""
+    return plain_cli(env, stack, "config", "get", key, "--stack", stack.name, cwd=stack.work_dir)
+
+
+def plain_cli(env: Env, stack: ServiceStack, *args: str, cwd: Path = REPO_ROOT) -> str:
+    """What ``pulumi <args>`` prints, with only the backend URL and the passphrase."""
+    done = subprocess.run(
+        [str(env.toolchain.path("pulumi")), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **env.toolchain.env(),
+            **stack.engine.settings.extra_env,
+            "PULUMI_BACKEND_URL": stack.engine.settings.backend,
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rstrip("\n")
 
 
 def expected_tags(
@@ -85,10 +110,16 @@ def test_create_noop_update_delete(
     assert env.backend is not None
     spec = spec_for(stored_service(f"starts-{via}-{env.backend.kind}"), config)
     stack = env.engine(config).stack(service=spec.service)
+    # A backend the CLI has opened (`meta.yaml`; the controller lists the stacks as it starts
+    # to lead); on a new one the first stack is made by `stack init` (StateStore.create_stack)
+    assert plain_cli(env, stack, "stack", "ls", "--json").strip() == "[]"
+    starts.remove("stack ls")
 
     created = stack.ensure(spec)
     assert created.changed
     on_create = list(starts)
+    # the password the engine encrypted itself, as the CLI reads it (reconciler.engine.passphrase)
+    assert plain_config(env, stack, "openstack:password") == config.auth.password.reveal()
     sdk_outputs = plain(env, stack, "stack", "output")
     for key in ("lb_id", "vip_address", "floating_ip", "vip_subnet_id", "spec_hash"):
         assert created.outputs[key] == sdk_outputs[key]  # from the events = the CLI's
@@ -119,8 +150,9 @@ def test_create_noop_update_delete(
     assert env.cloud.lbs() == []
 
     if via == "store":
-        # version: the engine checks the CLI once; config set: the password
-        assert on_create == ["version", "stack init", "config set", "up"]
+        # version: the engine checks the CLI once; the stack, its salt and the password's
+        # ciphertext are written without `stack init` and `config set --secret`
+        assert on_create == ["version", "up"]
         assert on_noop == []
         assert on_update == ["up"]  # no `stack select`: the backend holds it (KnownStack)
         # the direct delete (docs/engine.md): one cascade DELETE and the floating IP's through
