@@ -74,9 +74,7 @@ class DeleteResult:
     existed: bool
     released_load_balancer: bool = False  # kept in the cloud for the Services still on it
     deleted_shared_load_balancer: bool = False  # the last Service on a released LB was us
-    direct: bool = (
-        False  # no `pulumi destroy`: one cascade DELETE (reconciler.engine.direct_delete)
-    )
+    direct: bool = False  # no `pulumi destroy`: one cascade DELETE (.direct_delete)
 
 
 def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> DeleteResult:

@@ -2,8 +2,9 @@
 ``pulumi config set --secret`` write, without starting ``pulumi`` for either.
 
 This module depends on a format that is Pulumi's, not a documented interface; it is the only
-one here that does, and ``tests/integration/engine/test_stack_create.py`` checks it against the
-CLI we build (``pulumi config get`` must read back what was written here, on every backend).
+one here that does. ``tests/unit/test_passphrase.py`` reads a salt the CLI wrote, and
+``tests/integration/engine/test_engine_cli_starts.py`` has the CLI we build read back what was
+written here (``pulumi config get``, ``pulumi stack output``) on every DIY backend.
 As the Pulumi SDK writes it (``sdk/go/common/resource/config/crypt.go``,
 ``pkg/secrets/passphrase``):
 
