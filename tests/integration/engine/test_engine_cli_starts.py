@@ -28,21 +28,8 @@ from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
 
 def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
-    done = subprocess.run(
-        [str(env.toolchain.path("pulumi")), *args, "--json", "--stack", stack.name],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={
-            **env.toolchain.env(),
-            **stack.engine.settings.extra_env,
-            "PULUMI_BACKEND_URL": stack.engine.settings.backend,
-            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-        },
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """``pulumi <args> --json`` of the stack, parsed."""
+    return json.loads(plain_cli(env, stack, *args, "--json", "--stack", stack.name))
 
 
 def plain_config(env: Env, stack: ServiceStack, key: str) -> str:

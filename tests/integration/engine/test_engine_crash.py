@@ -260,6 +260,19 @@ def _limit(env: Env) -> int:
     return int(only(env.cloud.inventory()["listeners"])["connection_limit"])
 
 
+def _killed_mid_limit_update(env: Env, name: str) -> LoadBalancerSpec:
+    """A Service applied without a connection limit, then an ``up`` with limit 5000 SIGKILLed
+    while the listener's update is pending and the cloud already has 5000; returns the first
+    spec."""
+    config = env.config()
+    plain = spec_for(stored_service(name), config)
+    stack = env.engine(config).stack(service=plain.service)
+    assert stack.ensure(plain).changed
+    limited = spec_for(stored_service(name, annotations={CONNECTION_LIMIT: "5000"}), config)
+    _kill_mid(env, stack, limited, "Listener", "updating", lambda: _limit(env) == 5000 or None)
+    return plain
+
+
 def test_kill_mid_listener_update_then_the_edit_is_undone(slow_child_env: Env) -> None:
     """An ``up`` cut off after the cloud took a listener's new value: the state still holds the
     old one, the pending update is all that says otherwise. The Service is edited back before
@@ -268,13 +281,7 @@ def test_kill_mid_listener_update_then_the_edit_is_undone(slow_child_env: Env) -
     for ever after its Service's annotation was removed)."""
     env = slow_child_env
     config = env.config()
-    plain = spec_for(stored_service("edit-undone"), config)
-    stack = env.engine(config).stack(service=plain.service)
-    assert stack.ensure(plain).changed
-    limited = spec_for(
-        stored_service("edit-undone", annotations={CONNECTION_LIMIT: "5000"}), config
-    )
-    _kill_mid(env, stack, limited, "Listener", "updating", lambda: _limit(env) == 5000 or None)
+    plain = _killed_mid_limit_update(env, "edit-undone")
 
     restarted = env.engine(config).stack(service=plain.service)  # a new process, no memory
     restarted.ensure(plain)
@@ -290,13 +297,7 @@ def test_kill_mid_listener_update_then_delete_leaves_nothing(slow_child_env: Env
     settles it; a delete of the Service first must still empty the cloud."""
     env = slow_child_env
     config = env.config()
-    plain = spec_for(stored_service("update-then-delete"), config)
-    stack = env.engine(config).stack(service=plain.service)
-    assert stack.ensure(plain).changed
-    limited = spec_for(
-        stored_service("update-then-delete", annotations={CONNECTION_LIMIT: "5000"}), config
-    )
-    _kill_mid(env, stack, limited, "Listener", "updating", lambda: _limit(env) == 5000 or None)
+    plain = _killed_mid_limit_update(env, "update-then-delete")
 
     restarted = env.engine(config).stack(service=plain.service)
     result = restarted.delete()
