@@ -19,6 +19,7 @@ __all__ = [
     "alive",
     "children_running",
     "descendants",
+    "kill_all",
     "kill_tree",
     "pulumi_children",
     "send_signal",
@@ -89,6 +90,15 @@ def wait_gone(processes: set[tuple[int, str]], *, timeout: float = 5.0) -> bool:
     return True
 
 
+def kill_all(processes: set[tuple[int, str]]) -> None:
+    """SIGKILL each of ``processes`` (PID, start time) that is still the same process (not a
+    reused PID), and return once they have exited (:func:`wait_gone`)."""
+    for pid, started in processes:
+        if start_time(pid) == started:
+            send_signal(pid, signal.SIGKILL)
+    wait_gone(processes)
+
+
 def kill_tree(pid: int) -> set[tuple[int, str]]:
     """SIGKILL the process group led by ``pid`` and every descendant of ``pid``, as a
     container's end kills every process in it; return the descendants (PID, start time).
@@ -99,10 +109,7 @@ def kill_tree(pid: int) -> set[tuple[int, str]]:
     tree = descendants(pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    for child, started in tree:
-        if start_time(child) == started:
-            send_signal(child, signal.SIGKILL)
-    wait_gone(tree)
+    kill_all(tree)
     return tree
 
 

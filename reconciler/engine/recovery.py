@@ -49,10 +49,10 @@ from reconciler.engine.processes import (
     alive,
     children_running,
     descendants,
+    kill_all,
     kill_tree,
     send_signal,
     start_time,
-    wait_gone,
 )
 from reconciler.engine.state_store import StateStore
 from stacks.vocabulary import logical_name, object_kind
@@ -240,12 +240,9 @@ def run_with_deadline(
                 plugins |= descendants(pid)
                 send_signal(pid, signal.SIGKILL)
             thread.join(grace)
-        for pid, started in plugins:
-            if start_time(pid) == started:  # still the same process, not a reused PID
-                send_signal(pid, signal.SIGKILL)
-        # Return once they are gone, not while the kernel still tears them down (the fencing
-        # test found a plugin running right after NotLeaderError, once in a loaded run)
-        wait_gone(plugins)
+        # once they are gone, not while the kernel still tears them down (the fencing test
+        # found a plugin running right after NotLeaderError, once in a loaded run)
+        kill_all(plugins)
         if fenced:
             raise NotLeaderError(
                 f"{doing} of stack {stack_name} was killed: this process no longer holds the "

@@ -150,16 +150,17 @@ def configure(
     by_cli: dict[str, tuple[str, str]] = {}  # secret key -> (value, digest)
     for key, value in secrets.items():
         digest = hashlib.sha256(f"{stack_name}\0{key}\0{value}".encode()).hexdigest()
-        if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(
-            config_file, key
-        ):
+        if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(settings, key):
             continue
         if aes_key is not None:
             values[key] = {"secure": encrypt(aes_key, value)}
             written[key] = digest
         else:
             by_cli[key] = (value, digest)
-    if not _write_config(config_file, values):
+    if settings is not None:
+        settings["config"] = {**(settings.get("config") or {}), **values}
+        _write_settings(config_file, settings)
+    else:  # no file to edit: ask the CLI
         try:
             stack.set_all_config(plain)
         except auto.CommandError as exc:
@@ -182,9 +183,7 @@ def new_settings_file(config_file: Path, salt_state: str) -> None:
     (:meth:`reconciler.engine.state_store.StateStore.create_stack`): its ``encryptionsalt``, as
     ``stack init`` writes it, and no config yet (:func:`configure` adds it)."""
     config_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config_file.with_name(f".{config_file.name}.tmp")
-    tmp.write_text(yaml.safe_dump({"encryptionsalt": salt_state}, sort_keys=False))
-    tmp.replace(config_file)
+    _write_settings(config_file, {"encryptionsalt": salt_state})
 
 
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
@@ -198,29 +197,20 @@ def _read_config_file(config_file: Path) -> dict[str, Any] | None:
     return settings
 
 
-def _write_config(config_file: Path, values: Mapping[str, Any]) -> bool:
-    """Set ``values`` (plain, or ``{"secure": ciphertext}``) in the stack settings file,
-    keeping everything else (other secrets, the encryption salt); False when there is no such
-    file to edit (ask the CLI).
+def _write_settings(config_file: Path, settings: Mapping[str, Any]) -> None:
+    """Write the stack settings file whole (a temporary file renamed over it).
 
     The file is Pulumi's documented per-stack settings file, the same one
     ``pulumi config set-all --plaintext`` edits; writing it here saves a CLI start."""
-    settings = _read_config_file(config_file)
-    if settings is None:
-        return False
-    config = dict(settings.get("config") or {})
-    config.update(values)
-    settings["config"] = config
-    text = yaml.safe_dump(settings, sort_keys=False, default_flow_style=False, width=1 << 20)
+    text = yaml.safe_dump(dict(settings), sort_keys=False, default_flow_style=False, width=1 << 20)
     tmp = config_file.with_name(f".{config_file.name}.tmp")
     tmp.write_text(text)
     tmp.replace(config_file)
-    return True
 
 
-def _has_secret(config_file: Path, key: str) -> bool:
-    """Whether the stack's config file holds ``key`` as a secret (``{secure: ...}``)."""
-    entry = ((_read_config_file(config_file) or {}).get("config") or {}).get(key)
+def _has_secret(settings: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether the stack's settings hold ``key`` as a secret (``{secure: ...}``)."""
+    entry = ((settings or {}).get("config") or {}).get(key)
     return isinstance(entry, Mapping) and bool(entry.get("secure"))
 
 
