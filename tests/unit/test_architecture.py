@@ -262,6 +262,17 @@ def test_every_module_is_in_a_layer() -> None:
     assert outside == []
 
 
+def test_no_patch_leftovers_in_the_tree() -> None:
+    # a failed `git apply --reject` or `patch` leaves these; two were once committed
+    leftovers = [
+        str(p.relative_to(ROOT))
+        for top in ("reconciler", "stacks", "emulator", "tests", "bench", "tools", "docs", "deploy")
+        for pattern in ("*.rej", "*.orig")
+        for p in (ROOT / top).rglob(pattern)
+    ]
+    assert leftovers == []
+
+
 def test_the_root_package_holds_no_modules() -> None:
     flat = sorted(p.name for p in (ROOT / "reconciler").glob("*.py") if p.name != "__init__.py")
     assert flat == []
