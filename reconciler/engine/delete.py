@@ -39,17 +39,16 @@ from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
 from reconciler.engine.cloud_delete import (
-    cascade_delete,
     delete_unadopted,
     delete_unused,
     needs_cascade,
     retry_destroy_after_cascade,
 )
 from reconciler.engine.direct_delete import (
+    cascade_own,
     delete_directly,
     delete_without_cli,
     direct_plan,
-    refuse_cascade_if_shared,
 )
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
@@ -200,17 +199,11 @@ def _keep_as_asked(ss: StackHandle, stack: auto.Stack, *, keep: bool, applied: b
 
 def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
     """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
-    so the state forgets what the cascade removed (see cloud_delete). Checked again right
-    before: a listener of another Service that joined since would go with the cascade, so
-    then this fails (retried soon; the next attempt releases the load balancer instead)."""
-    refuse_cascade_if_shared(ss, rest, lb_id)
-    cascade_delete(
-        rest,
-        lb_id,
-        stack_name=ss.name,
-        timeout=ss.engine.settings.operation_timeout,
-        cancelled=ss.engine.cancelled,
-    )
+    so the state forgets what the cascade removed (see cloud_delete). Refused, checked under
+    the load balancer's lock right before the ``DELETE`` (:func:`cascade_own`), when a
+    listener of another Service joined since: it would go with the cascade (retried soon; the
+    next attempt releases the load balancer instead)."""
+    cascade_own(ss, rest, lb_id, level=logging.WARNING)
     ss.deadline(lambda: engine_run.refresh(stack, on_output=quiet), stack=stack, doing="refresh")
 
 

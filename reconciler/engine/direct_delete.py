@@ -33,7 +33,13 @@ from reconciler.engine.plan import HASH_TAG, outputs_from_tags
 from reconciler.engine.state_store import BucketError
 from stacks.vocabulary import FLOATINGIPS
 
-__all__ = ["delete_directly", "delete_without_cli", "direct_plan", "refuse_cascade_if_shared"]
+__all__ = [
+    "cascade_own",
+    "delete_directly",
+    "delete_without_cli",
+    "direct_plan",
+    "refuse_cascade_if_shared",
+]
 
 log = logging.getLogger("reconciler.engine.stack")
 
@@ -108,6 +114,26 @@ def delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) 
     ss.forget(removed=True)
 
 
+def cascade_own(ss: StackHandle, rest: OpenStackRest, lb_id: str, *, level: int) -> None:
+    """Delete the stack's own load balancer ``lb_id`` with cascade and wait until it is gone
+    (:func:`~reconciler.engine.cloud_delete.cascade_delete`), refused by
+    :func:`refuse_cascade_if_shared` checked right before the ``DELETE`` under the load
+    balancer's lock, which a Service joining it holds for its ``up``: its listener is either
+    seen by the check or made after the load balancer is ``PENDING_DELETE``. The one way
+    this engine cascades a Service's own load balancer (the direct delete, and the
+    ``destroy`` that cannot go one child at a time)."""
+    cascade_delete(
+        rest,
+        lb_id,
+        stack_name=ss.name,
+        timeout=ss.engine.settings.operation_timeout,
+        cancelled=ss.engine.cancelled,
+        lock=ss.engine.lb_locks(lb_id),
+        check=lambda: refuse_cascade_if_shared(ss, rest, lb_id),
+        level=level,
+    )
+
+
 def refuse_cascade_if_shared(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> None:
     """Right before a cascade ``DELETE`` of the stack's own load balancer: fail when another
     Service got on it meanwhile (its listener would go with the cascade; the next attempt
@@ -122,18 +148,8 @@ def refuse_cascade_if_shared(ss: StackHandle, rest: OpenStackRest, lb_id: str) -
 
 
 def _delete_in_cloud(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) -> None:
-    settings = ss.engine.settings
     try:
-        cascade_delete(
-            rest,
-            plan.lb_id,
-            stack_name=ss.name,
-            timeout=settings.operation_timeout,
-            cancelled=ss.engine.cancelled,
-            lock=ss.engine.lb_locks(plan.lb_id),
-            check=lambda: refuse_cascade_if_shared(ss, rest, plan.lb_id),
-            level=logging.INFO,
-        )
+        cascade_own(ss, rest, plan.lb_id, level=logging.INFO)
         for fip in plan.floating_ips:
             ss.engine.fence("deleting the floating IP", stack=ss.name)
             rest.delete(FLOATINGIPS, fip, missing_ok=True)

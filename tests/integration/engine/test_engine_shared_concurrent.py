@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from emulator.cloud import EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError, InvalidConfigError
+from reconciler.engine.openstack import OpenStackRest
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
@@ -58,9 +60,10 @@ class Shared:
     env: Env
     admin: EmulatorAdmin
 
-    def engine(self, load_balancer: str = "max-shared-lb = 10") -> Engine:
+    def engine(self, load_balancer: str = "max-shared-lb = 10", **overrides: Any) -> Engine:
         """One engine for every Service, as in the controller."""
-        return self.env.engine(self.env.config(load_balancer), operation_timeout=TIMEOUT)
+        config = self.env.config(load_balancer)
+        return self.env.engine(config, operation_timeout=TIMEOUT, **overrides)
 
     def fault(self, operation: str, *, count: int, status: int = 409) -> None:
         rule = {"operation": operation, "status": status, "count": count, "message": CONFLICT}
@@ -108,12 +111,19 @@ class Svc:
         return self.stack.ensure(self.spec).outputs
 
 
-def _svc(s: Shared, engine: Engine, name: str, ports: tuple[int, ...], lb_id: str = "") -> Svc:
+def _svc(
+    s: Shared,
+    engine: Engine,
+    name: str,
+    ports: tuple[int, ...],
+    lb_id: str = "",
+    annotations: dict[str, str] | None = None,
+) -> Svc:
     config = s.env.config("max-shared-lb = 10")
     body = stored_service(
         name,
         ports=[{"port": p, "protocol": "TCP", "nodePort": 30000 + p} for p in ports],
-        annotations={A + "load-balancer-id": lb_id} if lb_id else {},
+        annotations={**({A + "load-balancer-id": lb_id} if lb_id else {}), **(annotations or {})},
     )
     spec = spec_for(body, config)
     return Svc(spec, engine.stack(service=spec.service))
@@ -479,6 +489,59 @@ def test_last_sharer_leaves_a_released_load_balancer_as_another_joins(shared: Sh
     finally:
         joiner.stack.delete()
         leaver.stack.delete()
+    _all_gone(shared)
+
+
+def test_a_listener_made_while_destroy_falls_back_to_a_cascade_is_kept(
+    shared: Shared, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner is deleted with ``destroy`` (``direct_delete=False``), which fails in a way
+    only a cascade gets past (Octavia: the load balancer "has children"); as the engine starts
+    the cascade (its first look at the load balancer), another Service's listener is made on
+    it by another controller (as OCCM makes a sharer's: tagged with that Service's name; this
+    engine's own joiners are refused once ``destroy`` took the owner's floating IP). The
+    cascade must see it, checked under the load balancer's lock right before the ``DELETE``,
+    and refuse: the next attempt releases the load balancer. (A check made only before the
+    wait for the load balancer let the cascade take that listener.)"""
+    engine = shared.engine(direct_delete=False)
+    owner, lb_id = _owner(shared, engine)
+    conn = connect(shared.env.topo)
+    theirs = "kube_service_itest_default_theirs"
+    made: list[str] = []
+    look = OpenStackRest.load_balancer
+
+    def looked_at(rest: OpenStackRest, ident: str) -> Any:
+        if sys._getframe(1).f_code.co_name == "cascade_delete" and not made:
+            listener = conn.load_balancer.create_listener(
+                name=theirs, loadbalancer_id=lb_id, protocol="TCP", protocol_port=443, tags=[theirs]
+            )
+            made.append(listener.id)
+            conn.load_balancer.wait_for_load_balancer(lb_id, interval=0.2, wait=30)
+        return look(rest, ident)
+
+    monkeypatch.setattr(OpenStackRest, "load_balancer", looked_at)
+    children = f"Cannot delete Load Balancer {lb_id} - it has children"
+    rule = {"operation": "octavia.loadbalancer.delete", "status": 400, "count": 1}
+    shared.admin.post("/faults/rules", {**rule, "message": children})
+    try:
+        with pytest.raises(EngineError, match="got a listener of another Service"):
+            owner.stack.delete()
+        assert shared.fired() == {"rules[0]": 1}
+        assert len(made) == 1
+        monkeypatch.undo()
+        assert _as_controller(owner.stack.delete).released_load_balancer
+        inv = shared.env.cloud.inventory()
+        assert [lb["id"] for lb in inv["loadbalancers"]] == [lb_id]
+        assert [li["id"] for li in inv["listeners"]] == made  # theirs, and nothing of the owner's
+        assert len(inv["floatingips"]) == 1  # released with the load balancer, not deleted
+        assert engine.stacks() == []
+    finally:
+        monkeypatch.undo()
+        owner.stack.delete()
+        # released to the other controller's Service: its load balancer and floating IP now
+        conn.load_balancer.delete_load_balancer(lb_id, cascade=True, ignore_missing=True)
+        for fip in shared.env.cloud.inventory()["floatingips"]:
+            conn.network.delete_ip(fip["id"])
     _all_gone(shared)
 
 
