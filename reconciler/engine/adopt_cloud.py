@@ -50,6 +50,13 @@ def find_occm_objects(rest: OpenStackRest, spec: LoadBalancerSpec) -> tuple[Foun
     if lb is None:
         return Found(None, security_groups=groups), problems
     fips: tuple[Obj, ...] = ()
+    detached: tuple[Obj, ...] = ()
     if not shared and lb.get("vip_port_id"):
         fips = tuple(rest.floating_ips_on_port(str(lb["vip_port_id"])))
-    return Found(lb, shared, _chains(rest, lb), fips, groups), problems
+        if not fips and spec.floating_ip is not None and not spec.internal:
+            # never a new address for a Service that had one: its floating IP may have been
+            # detached from the VIP (OCCM's description names the Service)
+            detached = tuple(rest.unattached_floating_ips(spec.floating_ip.description))
+    return Found(
+        lb, shared, _chains(rest, lb), fips, groups, detached_floating_ips=detached
+    ), problems

@@ -78,6 +78,8 @@ class Found:
     chains: tuple[Chain, ...] = ()
     floating_ips: tuple[Obj, ...] = ()  # on the load balancer's VIP port
     security_groups: tuple[Obj, ...] = ()  # named as OCCM names the Service's group (with rules)
+    # on no port, with OCCM's description for this Service (detached from its VIP by hand)
+    detached_floating_ips: tuple[Obj, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,9 @@ def _chain(
         )
 
 
-def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> None:
+def _floating_ip(
+    b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj], detached: Sequence[Obj] = ()
+) -> None:
     wanted = spec.floating_ip
     addresses = ", ".join(str(f.get("floating_ip_address")) for f in fips)
     if wanted is None or spec.internal:
@@ -221,6 +225,17 @@ def _floating_ip(b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj]) -> No
         b.problems.append(
             f"floating IP {addresses} on the VIP port was not made for this Service (its "
             "description differs); set spec.loadBalancerIP to it to keep that address"
+        )
+    elif len(detached) == 1:
+        # the Service's address, detached from the VIP: kept, associated again
+        what = f"floating IP {detached[0].get('floating_ip_address')}"
+        b.take(FIP, detached[0], what + " (on no port)")
+        b.notes.append(f"{what} of this Service is on no port; it is associated with the VIP port")
+    elif detached:
+        found = ", ".join(str(f.get("floating_ip_address")) for f in detached)
+        b.problems.append(
+            f"no floating IP on the VIP port, and {len(detached)} of this Service on no port: "
+            f"{found}; delete the ones it should not keep, or set spec.loadBalancerIP"
         )
     else:
         b.notes.append("no floating IP on the VIP port; one is created (a new address)")
@@ -330,7 +345,7 @@ def plan_adoption(spec: LoadBalancerSpec, found: Found) -> AdoptionPlan:
                 f"another Service sharing the load balancer ({tags}); left as it is"
             )
     if not found.shared:
-        _floating_ip(b, spec, found.floating_ips)
+        _floating_ip(b, spec, found.floating_ips, found.detached_floating_ips)
     _security_group(b, spec, found.security_groups)
     return AdoptionPlan(
         spec=spec,

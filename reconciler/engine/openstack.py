@@ -237,6 +237,14 @@ class OpenStackRest:
             if fip.get("port_id") == port_id
         ]
 
+    def unattached_floating_ips(self, description: str) -> list[dict[str, Any]]:
+        """The floating IPs with exactly this description that are on no port."""
+        return [
+            fip
+            for fip in self._list(FLOATINGIPS, {"description": description})
+            if fip.get("description") == description and not fip.get("port_id")
+        ]
+
     # --- read-only lookups of an OCCM load balancer, for `lb-reconciler adopt` ---------------
 
     def load_balancers_named(self, name: str) -> list[dict[str, Any]]:

@@ -301,6 +301,27 @@ def test_floating_ip_cases(
         assert any(note in n for n in plan.notes), plan.notes
 
 
+@pytest.mark.parametrize(
+    ("detached", "imports", "problem", "note"),
+    [
+        ([], set(), "", "one is created (a new address)"),
+        ([fip()], {"fip"}, "", "203.0.113.5 of this Service is on no port"),
+        ([fip(), fip("203.0.113.6")], set(), "2 of this Service on no port", ""),
+    ],
+)
+def test_a_floating_ip_detached_from_the_vip_is_kept(
+    detached: list[dict[str, Any]], imports: set[str], problem: str, note: str
+) -> None:
+    """The Service's floating IP was detached from the VIP port: it is imported (and associated
+    again), never replaced by a new address; two such are a question for the user."""
+    found = Found(lb(), chains=(chain(),), detached_floating_ips=tuple(detached))
+    plan = plan_adoption(spec(), found)
+    assert {n for n in plan.imports if n.startswith("fip")} == imports
+    assert any(problem in p for p in plan.problems) if problem else plan.problems == ()
+    if note:
+        assert any(note in n for n in plan.notes), plan.notes
+
+
 def test_an_internal_service_leaves_a_floating_ip_alone() -> None:
     s = spec({"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
     plan = plan_adoption(s, Found(lb(), chains=(chain(),), floating_ips=(fip(),)))

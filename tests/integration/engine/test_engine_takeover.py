@@ -45,6 +45,31 @@ def test_occm_load_balancer_is_taken_over_not_duplicated(env: Env, annotated: bo
     assert env.cloud.inventory()["loadbalancers"] == []
 
 
+def test_a_floating_ip_detached_from_the_vip_keeps_its_address(env: Env) -> None:
+    """OCCM's floating IP was detached from the VIP port (by hand, or a half-done migration):
+    the takeover finds it by OCCM's description, imports it and associates it again. The
+    Service keeps its address; no new floating IP is made."""
+    conn = connect(env.topo)
+    made = occm_made(env, conn, "detached", PORT)
+    conn.network.update_ip(made.fip_id, port_id=None)
+    config = env.config()
+    spec = spec_for(stored_service("detached"), config)
+    stack = env.engine(config).stack(service=spec.service)
+    try:
+        result = stack.ensure(spec)
+        assert result.outputs["lb_id"] == made.lb_id
+        assert result.outputs["floating_ip"] == made.fip_address
+        kept = only(env.cloud.inventory()["floatingips"])
+        assert kept["id"] == made.fip_id
+        vip_port = only(env.cloud.inventory()["loadbalancers"])["vip_port_id"]
+        assert kept["port_id"] == vip_port
+        assert not stack.ensure(spec).changed
+    finally:
+        stack.delete()
+        occm.remove(conn, made)
+    assert env.cloud.inventory()["loadbalancers"] == []
+
+
 def test_another_clusters_load_balancer_is_refused(env: Env) -> None:
     """Same --cluster-name, another cluster (OCCM #3102): its load balancer carries another
     cluster identity tag. Nothing is created, the error names it and the way out."""
