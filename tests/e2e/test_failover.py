@@ -1,7 +1,8 @@
-"""Failover between two controller processes on one ``file://`` backend: it never wedges.
+"""Failover between two controller processes on one shared backend: it never wedges.
 
-Two replicas of ``lb-reconciler run --leader-elect`` share the state folder (its ``file://``
-backend, as a ReadWriteMany volume would) and the emulator. The standby runs under another
+Two replicas of ``lb-reconciler run --leader-elect`` share the backend (the hard failover on
+each kind: ``file://``, ``postgres://``, ``s3://``; the partition on ``file://``, as the fence
+is the Lease's and no backend's) and the emulator. The standby runs under another
 hostname (a UTS namespace of its own, as another pod), so the locks the leader's ``pulumi``
 children write name a host that the standby is not: what a real failover between pods looks
 like, where no process of the old leader can be seen.
