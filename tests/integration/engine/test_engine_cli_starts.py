@@ -151,3 +151,37 @@ def test_create_noop_update_delete(
         assert "stack output" not in on_create + on_update
         assert "stack history" not in on_create + on_update + on_delete
         assert on_noop.count("stack tag") == 1  # one `stack tag ls`; outputs from the CLI
+
+
+def test_pulumi_and_its_plugin_collect_garbage_less_often(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pulumi`` (and the provider plugin it starts, with its environment) runs with GOGC 400
+    (reconciler.engine.context.CLI_GOGC; docs/performance.md), unless the controller's own
+    environment sets GOGC."""
+    gc_targets: list[str | None] = []
+    real = subprocess.Popen
+
+    def spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        # every command but the SDK's own `pulumi version` check (once, with the process's
+        # environment, when the engine is made)
+        if Path(str(args[0])).name == "pulumi" and list(args[1:]) != ["version"]:
+            gc_targets.append((kw.get("env") or {}).get("GOGC"))
+        return real(args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    config = env.config()
+    spec = spec_for(stored_service("gc"), config)
+    stack = env.engine(config).stack(service=spec.service)
+    try:
+        stack.ensure(spec)
+        assert gc_targets
+        assert set(gc_targets) == {"400"}
+        gc_targets.clear()
+        monkeypatch.setenv("GOGC", "150")
+        stack = env.engine(config).stack(service=spec.service)
+        stack.refresh()
+        assert gc_targets
+        assert set(gc_targets) == {"150"}
+    finally:
+        stack.delete()
