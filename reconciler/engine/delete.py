@@ -112,7 +112,13 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
         _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))
     if lb_id and not shared and others_on(rest, lb_id, ours=ss.occm_name):
         stack.set_config(f"{CONFIG_NAMESPACE}:{RELEASE_KEY}", auto.ConfigValue("true"))
-        ss.deadline(lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="release")
+        # `up --refresh`: after a cut-off destroy (a controller killed mid-release) the state
+        # may hold a child the cloud deletes or has deleted; built on, the `up` fails for ever
+        ss.deadline(
+            lambda: engine_run.up(stack, on_output=quiet, refresh=True),
+            stack=stack,
+            doing="release",
+        )
         released = True
         _untag(ss, rest, lb_id)  # the Services still on it no longer count us
         keep = outputs.get("fip_keep") if keep_floating_ip is None else keep_floating_ip
@@ -194,7 +200,11 @@ def _keep_as_asked(ss: StackHandle, stack: auto.Stack, *, keep: bool, applied: b
         return
     kept = replace(spec, floating_ip=replace(spec.floating_ip, keep=keep))
     ss.configure_stack(stack, kept)
-    ss.deadline(lambda: engine_run.up(stack, on_output=quiet), stack=stack, doing="keep-floatingip")
+    ss.deadline(  # --refresh: as the release's (the state may lag a cut-off destroy)
+        lambda: engine_run.up(stack, on_output=quiet, refresh=True),
+        stack=stack,
+        doing="keep-floatingip",
+    )
 
 
 def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:

@@ -86,19 +86,19 @@ def _kill_mid_create(
 def _kill_mid(
     env: Env,
     stack: ServiceStack,
-    spec: LoadBalancerSpec,
+    spec: LoadBalancerSpec | None,
     kind: str,
     op_type: str,
     in_cloud: Callable[[], object],
 ) -> None:
-    """Run ``ensure`` and SIGKILL its ``pulumi`` while the state has a pending ``op_type``
-    (``creating``, ``updating``) of a ``kind`` and ``in_cloud`` says the request reached the
-    cloud."""
+    """Run ``ensure`` (``delete`` when ``spec`` is None) and SIGKILL its ``pulumi`` while the
+    state has a pending ``op_type`` (``creating``, ``updating``, ``deleting``) of a ``kind`` and
+    ``in_cloud`` says the request reached the cloud."""
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            stack.ensure(spec)
+            stack.ensure(spec) if spec is not None else stack.delete()
         except BaseException as exc:
             errors.append(exc)
 
@@ -182,6 +182,64 @@ def test_kill_pulumi_mid_up_then_delete_leaves_nothing(slow_env: Env) -> None:
     restarted = env.engine(config).stack(service=spec.service)  # a new process, no memory
     assert restarted.delete().existed
 
+    assert env.cloud.lbs() == []
+    env.cloud.wait_nothing_created(timeout=15)
+
+
+def test_kill_mid_release_then_the_restarted_owner_and_sharer_converge(
+    slow_child_env: Env,
+) -> None:
+    """The owner of a load balancer another Service shares is deleted: it releases the load
+    balancer and its ``destroy`` takes its own listener, and ``pulumi`` is SIGKILLed while that
+    listener's delete is pending (a controller killed mid-release). A restarted engine (no
+    memory) deletes the owner again: the load balancer stays released to the sharer, whose
+    listener, pool and name on the load balancer are untouched; then the sharer's delete, as the
+    last Service on it, deletes the load balancer and its floating IP."""
+    env = slow_child_env
+    config = env.config("max-shared-lb = 5")
+    owner_spec = spec_for(stored_service("rel-owner", ports=_ports(80)), config)
+    owner = env.engine(config).stack(service=owner_spec.service)
+    lb_id = str(owner.ensure(owner_spec).outputs["lb_id"])
+    shares = {"loadbalancer.openstack.org/load-balancer-id": lb_id}
+    sharer_body = stored_service("rel-sharer", ports=_ports(81), annotations=shares)
+    sharer_spec = spec_for(sharer_body, config)
+    env.engine(config).stack(service=sharer_spec.service).ensure(sharer_spec)
+
+    def owners_listener_deleting() -> bool:
+        return all(li["protocol_port"] != 80 for li in env.cloud.inventory()["listeners"]) or (
+            any(
+                li["protocol_port"] == 80 and li["provisioning_status"] == "PENDING_DELETE"
+                for li in env.cloud.inventory()["listeners"]
+            )
+        )
+
+    _kill_mid(env, owner, None, "Listener", "deleting", owners_listener_deleting)
+
+    restarted = env.engine(config).stack(service=owner_spec.service)
+    # As the controller retries. The first attempt may fail while Octavia still deletes the
+    # listener the killed `destroy` asked to delete (the release's refresh read it before it
+    # was gone); the next one reads it gone and converges. Before the release refreshed, every
+    # attempt failed on the listener the state still held.
+    failures: list[EngineError] = []
+    while True:
+        try:
+            result = restarted.delete()
+            break
+        except EngineError as exc:
+            failures.append(exc)
+            assert len(failures) < 2, failures
+    assert (result.existed, result.released_load_balancer) == (True, True)
+    inv = env.cloud.inventory()
+    lb = only(env.cloud.lbs())
+    assert lb["id"] == lb_id
+    assert [li["protocol_port"] for li in inv["listeners"]] == [81]
+    assert len(inv["pools"]) == 1
+    assert sharer_spec.name in lb["tags"]
+    assert owner_spec.name not in lb["tags"]
+    assert len(inv["floatingips"]) == 1  # the owner's, on the VIP the sharer still uses
+
+    sharer = env.engine(config).stack(service=sharer_spec.service)
+    assert sharer.delete().deleted_shared_load_balancer
     assert env.cloud.lbs() == []
     env.cloud.wait_nothing_created(timeout=15)
 
