@@ -51,9 +51,10 @@ SERVICES = [f"fo-{i}" for i in range(6)]
 ARGS = [*FAST_LEASE, "--workers", str(len(SERVICES))]
 
 
-def locks(c: Cluster) -> list[dict[str, Any]]:
+def locks(c: Cluster, *, torn: bool = False) -> list[dict[str, Any]]:
     """The locks of the backend's stacks (through the store, on any backend), each as
-    {stack, pid, hostname}; an unreadable one (being written) is skipped."""
+    {stack, pid, hostname}. An unreadable one is skipped while it may be being written; with
+    ``torn`` (once nothing writes: its writer was killed mid-write) it is one too."""
     store = open_state_store(c.setup.backend, env={**os.environ, **c.setup.backend_env})
     assert store is not None
     try:
@@ -61,7 +62,7 @@ def locks(c: Cluster) -> list[dict[str, Any]]:
             {"stack": lock.stack, "pid": lock.pid, "hostname": lock.hostname}
             for held in store.all_locks().values()
             for lock in held
-            if lock.readable
+            if lock.readable or torn
         ]
     finally:
         store.close()
@@ -126,9 +127,12 @@ def test_sigkill_of_the_leader_mid_up_the_standby_converges_every_service(
     leader.kill()  # the whole process group and the plugins, as an OOM kill of the pod does
     killed_at = time.monotonic()
     c.cloud.clear_faults()
-    left = locks(c)
+    # the leader may have been killed while writing a lock (seen once in a full run: the
+    # standby cleared one more lock than were readable here); it is the leader's all the same
+    left = locks(c, torn=True)
     assert len(left) >= 3, left
-    assert {lock["hostname"] for lock in left} == {socket.gethostname()}  # not the standby's
+    hosts = {lock["hostname"] for lock in left if lock["hostname"]}
+    assert hosts == {socket.gethostname()}  # not the standby's
     print(f"locks left by the killed leader: {[lock['stack'] for lock in left]}")
 
     eventually(lambda: lease_holder(c) == standby.identity, what="replica-b leading", timeout=60)
