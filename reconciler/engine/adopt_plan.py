@@ -185,11 +185,15 @@ def _chain(
         )
 
 
+def _addresses(fips: Sequence[Obj]) -> str:
+    return ", ".join(str(f.get("floating_ip_address")) for f in fips)
+
+
 def _floating_ip(
     b: _Builder, spec: LoadBalancerSpec, fips: Sequence[Obj], detached: Sequence[Obj] = ()
 ) -> None:
     wanted = spec.floating_ip
-    addresses = ", ".join(str(f.get("floating_ip_address")) for f in fips)
+    addresses = _addresses(fips)
     if wanted is None or spec.internal:
         if fips:
             b.notes.append(
@@ -232,10 +236,10 @@ def _floating_ip(
         b.take(FIP, detached[0], what + " (on no port)")
         b.notes.append(f"{what} of this Service is on no port; it is associated with the VIP port")
     elif detached:
-        found = ", ".join(str(f.get("floating_ip_address")) for f in detached)
         b.problems.append(
             f"no floating IP on the VIP port, and {len(detached)} of this Service on no port: "
-            f"{found}; delete the ones it should not keep, or set spec.loadBalancerIP"
+            f"{_addresses(detached)}; delete the ones it should not keep, or set "
+            "spec.loadBalancerIP"
         )
     else:
         b.notes.append("no floating IP on the VIP port; one is created (a new address)")
