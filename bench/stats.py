@@ -148,14 +148,15 @@ def metric_sum(metrics: Mapping[str, float], name: str, **labels: str) -> float:
 
 
 def stack_operations(metrics: Mapping[str, float]) -> dict[str, int]:
-    """``lbr_stack_operations_total`` by kind (both results), and ``ran``: up + destroy +
-    direct-delete + refresh (``skip`` is the engine finding nothing to do, not an operation;
-    ``direct-delete`` a delete without ``pulumi``, one cascade ``DELETE``)."""
+    """``lbr_stack_operations_total`` by kind (both results), and ``ran``: up + direct-update +
+    destroy + direct-delete + refresh (``skip`` is the engine finding nothing to do, not an
+    operation; ``direct-delete`` a delete without ``pulumi``, one cascade ``DELETE``;
+    ``direct-update`` pool members changed without ``pulumi``, one batch ``PUT`` per pool)."""
     kinds = {
         kind: int(metric_sum(metrics, "lbr_stack_operations_total", kind=kind))
-        for kind in ("up", "destroy", "direct-delete", "refresh", "skip")
+        for kind in ("up", "direct-update", "destroy", "direct-delete", "refresh", "skip")
     }
-    kinds["ran"] = kinds["up"] + kinds["destroy"] + kinds["direct-delete"] + kinds["refresh"]
+    kinds["ran"] = sum(kinds[k] for k in kinds if k != "skip")
     return kinds
 
 

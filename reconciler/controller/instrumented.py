@@ -47,9 +47,7 @@ class InstrumentedEngine:
         return value
 
     def ensure(self, spec: LoadBalancerSpec) -> EnsureResult:
-        return self._timed(
-            "up", lambda: self._engine.ensure(spec), lambda r: "up" if r.changed else "skip"
-        )
+        return self._timed("up", lambda: self._engine.ensure(spec), _ensure_kind)
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         return self._timed(
@@ -84,3 +82,10 @@ class InstrumentedEngine:
         cleared = self._engine.take_over()
         self._metrics.stale_locks_cleared(len(cleared))
         return cleared
+
+
+def _ensure_kind(result: EnsureResult) -> str:
+    """``up``; ``direct-update`` for pool members changed without it; ``skip``: nothing ran."""
+    if not result.changed:
+        return "skip"
+    return "direct-update" if result.direct else "up"

@@ -27,7 +27,8 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 
 ``result`` of a reconcile is one of ``success``, ``retry`` (retried soon: a routine wait),
 ``error`` (backed off) and ``invalid`` (the Service's input is wrong; no retry until it changes).
-``kind`` of a stack operation is ``up``, ``destroy``, ``direct-delete`` (a delete without
+``kind`` of a stack operation is ``up``, ``direct-update`` (pool members changed without
+``pulumi``: one batch ``PUT`` per pool), ``destroy``, ``direct-delete`` (a delete without
 ``pulumi``: one cascade ``DELETE``), ``refresh``, ``refresh-preview`` (the drift
 check of ``--drift=report``, which writes nothing) or ``skip`` (the engine found the stack up to
 date and ran no ``up``); its ``result`` is ``success`` or ``error``.
@@ -62,7 +63,15 @@ __all__ = ["CONTENT_TYPE", "DRIFT", "RECONCILE_RESULTS", "STACK_KINDS", "STACK_R
 _log = logging.getLogger(__name__)
 
 RECONCILE_RESULTS = ("success", "retry", "error", "invalid")
-STACK_KINDS = ("up", "destroy", "direct-delete", "refresh", "refresh-preview", "skip")
+STACK_KINDS = (
+    "up",
+    "direct-update",
+    "destroy",
+    "direct-delete",
+    "refresh",
+    "refresh-preview",
+    "skip",
+)
 STACK_RESULTS = ("success", "error")
 DRIFT = ("true", "false")
 FENCED_AT = ("sync", "operation")
@@ -121,7 +130,7 @@ class Metrics:
         )
         self._stack_ops = Counter(
             "lbr_stack_operations_total",
-            "Pulumi stack operations by kind (up, destroy, direct-delete, refresh, "
+            "Pulumi stack operations by kind (up, direct-update, destroy, direct-delete, refresh, "
             "refresh-preview, skip) and result.",
             ["kind", "result"],
             registry=r,

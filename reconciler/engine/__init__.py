@@ -30,6 +30,9 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   its load balancer with cascade, or child by child when ``pulumi destroy`` cannot;
   :mod:`.cloud_repair`: its objects left in ``ERROR`` updated back to ``ACTIVE`` before an
   ``up``;
+* :mod:`.members_direct`: a change of pool members only made as OCCM makes it (one batch
+  ``PUT`` per pool, the state written as the provider writes it; no ``pulumi`` start), when
+  :mod:`.members_plan` says the change and the state allow it (pure);
 * :mod:`.adopt`, :mod:`.adopt_cloud`: taking OCCM's objects into stacks (``lb-reconciler
   adopt`` and the first sync's takeover), with the pure decisions :mod:`.ownership` (which load
   balancer, and whether this cluster made it), :mod:`.adopt_plan` (which object becomes which

@@ -79,6 +79,9 @@ class EngineSettings:
     # delete a stack's own load-balancer tree with one cascade DELETE when its state allows it
     # (reconciler.engine.direct_delete_plan); False: always `destroy` (the tests of its fallbacks)
     direct_delete: bool = True
+    # change a stack's pool members with Octavia's batch PUT when only they differ from the
+    # applied spec (reconciler.engine.members_plan); False: always `up`
+    direct_members: bool = True
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # The cluster's identity (the kube-system namespace's UID, OCCM's kube_cluster_id_ tag):
     # "" when unknown; then only name and description tell this cluster's load balancers

@@ -261,6 +261,14 @@ class OpenStackRest:
         service, path, _one = _PATHS[POOLS]
         return list(self.cloud.pages(service, f"{path}/{pool_id}/members", "members"))
 
+    def replace_members(self, pool_id: str, members: list[dict[str, Any]]) -> None:
+        """Octavia's batch update of a pool's members (``PUT .../pools/{id}/members``): the
+        whole list wanted; members matched by address and port are updated, the others created
+        or deleted, in one ``PENDING_UPDATE`` of the load balancer (409 while it is
+        ``PENDING_*`` already)."""
+        service, path, _one = _PATHS[POOLS]
+        self.cloud.request(service, "PUT", f"{path}/{pool_id}/members", body={"members": members})
+
     def health_monitor(self, monitor_id: str) -> dict[str, Any] | None:
         return self.show(HEALTHMONITORS, monitor_id)
 

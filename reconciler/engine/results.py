@@ -33,6 +33,9 @@ class EnsureResult:
     outputs: Mapping[str, Any]  # the stack's outputs, plain values
     resource_changes: Mapping[str, int] = field(default_factory=dict)  # "create": 3, ...
     frozen: tuple[FrozenChange, ...] = ()  # create-only fields asked to change, kept as made
+    direct: bool = (
+        False  # changed without `up`: pool members only (reconciler.engine.members_direct)
+    )
 
     @property
     def lb_id(self) -> str:

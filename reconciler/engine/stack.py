@@ -66,6 +66,7 @@ from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.lock_plan import LockRecord
 from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import lost_lookups
+from reconciler.engine.members_direct import update_members_without_cli
 from reconciler.engine.plan import (
     HASH_TAG,
     LB_ID_TAG,
@@ -163,6 +164,9 @@ class ServiceStack(StackHandle):
             applied = self._applied(desired)
             if applied is not None:
                 return applied
+            direct = update_members_without_cli(self, desired)
+            if direct is not None:
+                return direct
         stack = self.open_stack(create=True)
         assert stack is not None
         tags = self.tags_of(stack)

@@ -31,10 +31,10 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +51,8 @@ __all__ = [
     "redacted_url",
     "url_query",
 ]
+
+log = logging.getLogger("reconciler.engine.stack")
 
 ATTRS = ".attrs"  # the blob library's sidecar of a file:// object
 _SIDECAR_DEFAULTS: dict[str, object] = {
@@ -217,17 +219,28 @@ class FileBucket:
         path.unlink(missing_ok=True)
         path.with_name(path.name + ATTRS).unlink(missing_ok=True)
 
-    def torn_sidecars(self, prefix: str) -> Iterator[Path]:
-        """The sidecars under ``prefix`` that are not JSON (a kill while the blob library
-        wrote one in place)."""
+    def remove_torn_sidecars(self, prefix: str) -> tuple[str, ...]:
+        """Remove the sidecars under ``prefix`` that are not JSON; their names.
+
+        The blob library writes each object atomically but its sidecar in place, so a
+        ``pulumi`` killed at the wrong moment leaves an empty or half-written one, and every
+        later command on the stack fails with ``failed to load checkpoint: EOF``. A missing
+        sidecar is valid (no attributes), so a torn one is removed.
+        """
         folder, _, start = prefix.rpartition("/")
+        removed = []
         for sidecar in (self.root / folder).glob(f"{start}*{ATTRS}"):
             try:
                 json.loads(sidecar.read_text())
+                continue
             except ValueError:
-                yield sidecar
+                pass
             except OSError:
                 continue
+            log.warning("removing torn sidecar %s", sidecar)
+            sidecar.unlink(missing_ok=True)
+            removed.append(sidecar.name)
+        return tuple(removed)
 
     def close(self) -> None:
         pass

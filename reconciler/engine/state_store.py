@@ -30,7 +30,6 @@ import contextlib
 import getpass
 import gzip
 import json
-import logging
 import os
 import socket
 import uuid
@@ -56,8 +55,6 @@ __all__ = [
     "open_state_store",
     "parse_tags_file",
 ]
-
-log = logging.getLogger("reconciler.engine.stack")
 
 ROOT = ".pulumi/"
 META = ".pulumi/meta.yaml"
@@ -249,6 +246,19 @@ class StateStore:
         latest = inner.get("latest") if isinstance(inner, dict) else None
         return latest if isinstance(latest, dict) else None
 
+    def write_deployment(self, stack: str, deployment: Mapping[str, Any]) -> None:
+        """Replace the stack's latest deployment in its checkpoint (plain or gzip, as stored),
+        under the caller's :meth:`locked`; :class:`BucketError` when there is none to read."""
+        base, checkpoint = f"{self.stacks_prefix()}{stack}", self.checkpoint(stack)
+        inner = (checkpoint or {}).get("checkpoint")
+        if checkpoint is None or not isinstance(inner, dict):
+            raise BucketError(f"stack {stack} has no checkpoint this code reads")
+        text = json.dumps({**checkpoint, "checkpoint": {**inner, "latest": deployment}}).encode()
+        if self.bucket.exists(base + ".json"):
+            self.bucket.write(base + ".json", text)
+        else:
+            self.bucket.write(base + ".json.gz", gzip.compress(text))
+
     def objects(self, prefix: str = ROOT) -> list[StoredObject]:
         """Every object under ``prefix`` (key, size, modification time)."""
         return self.bucket.list(prefix)
@@ -311,7 +321,7 @@ class StateStore:
         another is held, checked again after writing it), its tags, history and backups go,
         then the checkpoint's ``.bak``, the checkpoint last: one interrupted midway still lists
         and is removed by the next attempt. Returns the locks that refused it ([]: removed)."""
-        with self._own_lock(stack) as held:
+        with self.locked(stack) as held:
             if held:
                 return held
             base = f"{self.stacks_prefix()}{stack}"
@@ -334,7 +344,7 @@ class StateStore:
         if not self._opened and self.bucket.read(META) is None:
             return False
         self._opened = True  # meta.yaml is never removed
-        with self._own_lock(stack) as held:
+        with self.locked(stack) as held:
             if held or self.stack_exists(stack):
                 return False
             fqn = f"{ORGANIZATION}/{self.project}/{stack}"
@@ -343,7 +353,7 @@ class StateStore:
             return True
 
     @contextlib.contextmanager
-    def _own_lock(self, stack: str) -> Iterator[list[LockRecord]]:
+    def locked(self, stack: str) -> Iterator[list[LockRecord]]:
         """A lock of this process on ``stack``, taken as the CLI takes one: yields the locks of
         others that refuse it (none held: it is written, and checked again after writing), and
         removes it after."""
@@ -359,23 +369,12 @@ class StateStore:
             self.bucket.delete(key)
 
     def repair_torn_sidecars(self, stack: str) -> list[str]:
-        """Remove a ``file://`` backend's torn ``.attrs`` sidecars of ``stack``; their names.
-
-        The blob library writes each object atomically but its sidecar in place, so a
-        ``pulumi`` killed at the wrong moment leaves an empty or half-written one, and every
-        later command on the stack fails with ``failed to load checkpoint: EOF``. A missing
-        sidecar is valid (no attributes), so a torn one is removed. Skipped while a lock is
-        held (a live writer may be mid-write); nothing to do on other backends.
-        """
+        """Remove a ``file://`` backend's torn sidecars of ``stack`` (``FileBucket``'s); their
+        names. Not while a lock is held (a writer may be mid-write); none on other backends."""
         bucket = self.bucket
         if not isinstance(bucket, FileBucket) or bucket.list(self.locks_prefix(stack)):
             return []
-        removed = []
-        for sidecar in bucket.torn_sidecars(f"{self.stacks_prefix()}{stack}."):
-            log.warning("removing torn sidecar %s of stack %s", sidecar.name, stack)
-            sidecar.unlink(missing_ok=True)
-            removed.append(sidecar.name)
-        return removed
+        return list(bucket.remove_torn_sidecars(f"{self.stacks_prefix()}{stack}."))
 
     def close(self) -> None:
         self.bucket.close()

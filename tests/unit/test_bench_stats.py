@@ -215,6 +215,7 @@ lbr_stack_operations_total{kind="up",result="success"} 3.0
 lbr_stack_operations_total{result="error",kind="up"} 1.0
 lbr_stack_operations_total{kind="destroy",result="success"} 2.0
 lbr_stack_operations_total{kind="direct-delete",result="success"} 5.0
+lbr_stack_operations_total{kind="direct-update",result="success"} 6.0
 lbr_stack_operations_total{kind="refresh",result="success"} 0.0
 lbr_stack_operations_total{kind="skip",result="success"} 7.0
 lbr_reconciles_total{result="success"} 12.0
@@ -243,7 +244,15 @@ def test_metric_sum_filters_by_labels() -> None:
 
 def test_stack_operations_count_skip_apart_from_operations_that_ran() -> None:
     ops = stack_operations(parse_metrics(METRICS))
-    assert ops == {"up": 4, "destroy": 2, "direct-delete": 5, "refresh": 0, "skip": 7, "ran": 11}
+    assert ops == {
+        "up": 4,
+        "direct-update": 6,
+        "destroy": 2,
+        "direct-delete": 5,
+        "refresh": 0,
+        "skip": 7,
+        "ran": 17,
+    }
 
 
 def test_orphans_count_cloud_objects_and_stacks() -> None:

@@ -24,7 +24,9 @@ class FakeEngine:
         if self.fail:
             raise RuntimeError("boom")
         outputs = {"lb_id": "lb", "vip_address": "10.0.0.5"}
-        return EnsureResult(changed=self.changed, spec_hash=spec.spec_hash(), outputs=outputs)
+        return EnsureResult(
+            changed=self.changed, spec_hash=spec.spec_hash(), outputs=outputs, direct=self.direct
+        )
 
     def delete(self, service: ServiceRef, *, keep_floating_ip: bool | None = None) -> bool:
         if self.fail:
@@ -66,6 +68,9 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     engine.delete(spec.service)
     fake.direct = True
     engine.delete(spec.service)
+    fake.changed = True
+    engine.ensure(spec)  # pool members changed without `up`
+    fake.changed = False
     fake.fail = True
     with pytest.raises(RuntimeError, match="boom"):
         engine.ensure(spec)
@@ -75,6 +80,7 @@ def test_up_skip_destroy_refresh_and_errors_are_counted() -> None:
     assert sample(metrics, total, kind="refresh", result="success") == 1
     assert sample(metrics, total, kind="destroy", result="success") == 1
     assert sample(metrics, total, kind="direct-delete", result="success") == 1
+    assert sample(metrics, total, kind="direct-update", result="success") == 1
     assert sample(metrics, total, kind="up", result="error") == 1
     assert sample(metrics, total, kind="refresh-preview", result="success") == 1
     assert sample(metrics, "lbr_drift_checks_total", drifted="false") == 2

@@ -132,7 +132,7 @@ def test_stack_operation(m: Metrics, kind: str) -> None:
         (
             lambda m: m.stack_operation("upp", "success", 1.0),
             "upp",
-            "up, destroy, direct-delete, refresh, refresh-preview, skip",
+            "up, direct-update, destroy, direct-delete, refresh, refresh-preview, skip",
         ),
         (lambda m: m.stack_operation("up", "ok", 1.0), "ok", "success, error"),
     ],
