@@ -89,7 +89,7 @@ def measures(result: Mapping[str, Any]) -> Iterator[Row]:
         yield "CPU seconds to synced", fmt(ctl.get("cpu_seconds"), "CPU s"), "-", "-", n
         ops = ctl.get("stack_operations") or {}
         ran = f"{ops.get('ran', '-')} (skip {ops.get('skip', '-')})"
-        yield "stack operations (up+destroy+refresh)", ran, "-", "-", n
+        yield "stack operations (all but skip)", ran, "-", "-", n
         seen = (ctl.get("resources") or {}).get("pulumi_processes_seen")
         yield "pulumi CLI processes seen", fmt_value(seen), "-", "-", n
     if scenario == 4:
