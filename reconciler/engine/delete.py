@@ -51,10 +51,10 @@ from reconciler.engine.direct_delete import (
     direct_plan,
 )
 from reconciler.engine.errors import EngineError
-from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
+from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import others_on, remove_tag
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import HASH_TAG, OWNS_TAG, outputs_from_tags
+from reconciler.engine.plan import HASH_TAG, OWNS_TAG, applied_spec_from, outputs_from_tags
 from reconciler.engine.stack_meta import stacks_tagged
 from reconciler.model.naming import (
     KEPT_FLOATING_IP_TAG,

@@ -8,11 +8,10 @@ another's privates. It makes no decisions (those are :mod:`.plan`'s, :mod:`.stac
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
@@ -24,7 +23,7 @@ from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
 from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.plan import resource_urn, stack_name, stack_tags
+from reconciler.engine.plan import applied_spec_from, resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, run_with_deadline
 from reconciler.engine.stack_meta import (
     NO_SUCH_RESOURCE,
@@ -40,7 +39,7 @@ from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.program import adoptable_names, main
 from stacks.vocabulary import CONFIG_NAMESPACE, IMPORTS_KEY, PROJECT, SPEC_KEY
 
-__all__ = ["KnownStack", "StackHandle", "applied_spec_from", "quiet"]
+__all__ = ["KnownStack", "StackHandle", "quiet"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -346,17 +345,6 @@ class StackHandle:
         except OSError:
             return None
         return configured_spec(text, key=f"{CONFIG_NAMESPACE}:{SPEC_KEY}")
-
-
-def applied_spec_from(outputs: Mapping[str, Any]) -> LoadBalancerSpec | None:
-    """The spec a successful ``up`` exported (output ``spec``); None when absent or unreadable."""
-    text = outputs.get("spec")
-    if not text:
-        return None
-    try:
-        return LoadBalancerSpec.from_dict(json.loads(str(text)))
-    except (ValueError, TypeError, KeyError):
-        return None
 
 
 def quiet(_line: str) -> None:

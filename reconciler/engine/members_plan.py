@@ -21,11 +21,11 @@ a state written by another provider version) goes through ``up``.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from reconciler.engine.plan import applied_spec_from
 from reconciler.model.spec import LoadBalancerSpec, MemberSpec
 from stacks.vocabulary import MEMBERS_TYPE, logical_name, logical_suffix, members_name
 
@@ -174,13 +174,7 @@ def _stack_resource(deployment: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def applied_spec_in(deployment: Mapping[str, Any] | None) -> LoadBalancerSpec | None:
     """The spec of the last ``up`` (the stack's ``spec`` output) in a deployment; None."""
     stack = _stack_resource(deployment or {})
-    text = ((stack or {}).get("outputs") or {}).get("spec")
-    if not text:
-        return None
-    try:
-        return LoadBalancerSpec.from_dict(json.loads(str(text)))
-    except (ValueError, TypeError, KeyError):
-        return None
+    return applied_spec_from((stack or {}).get("outputs") or {})
 
 
 def _members_resource_as_written(res: Mapping[str, Any], applied: Sequence[MemberSpec]) -> bool:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import PROJECT, PROTECTED, urn_of
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "VIP_SUBNET_TAG",
     "StackInfo",
     "StackListing",
+    "applied_spec_from",
     "cluster_prefix",
     "output_tags",
     "outputs_from_tags",
@@ -284,3 +286,14 @@ def resource_urn(*, stack_name: str, logical_name: str) -> str:
     return urn_of(
         stack=stack_name, project=PROJECT, type_token=PROTECTED[logical_name], name=logical_name
     )
+
+
+def applied_spec_from(outputs: Mapping[str, Any]) -> LoadBalancerSpec | None:
+    """The spec a successful ``up`` exported (output ``spec``); None when absent or unreadable."""
+    text = outputs.get("spec")
+    if not text:
+        return None
+    try:
+        return LoadBalancerSpec.from_dict(json.loads(str(text)))
+    except (ValueError, TypeError, KeyError):
+        return None

@@ -61,7 +61,7 @@ from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.delete import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
 from reconciler.engine.errors import EngineError
-from reconciler.engine.handle import StackHandle, applied_spec_from, quiet
+from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.lock_plan import LockRecord
 from reconciler.engine.locks import clear_stale_locks
@@ -71,6 +71,7 @@ from reconciler.engine.plan import (
     HASH_TAG,
     LB_ID_TAG,
     StackInfo,
+    applied_spec_from,
     output_tags,
     outputs_from_tags,
     should_skip,

@@ -127,7 +127,7 @@ def test_a_spec_stored_before_fields_were_removed_still_reads() -> None:
     (the stack's ``spec`` output and config), always ``false`` and ``true``: cloud.conf refuses
     the other values. Such a spec reads as the same spec; its hash differs, which costs one
     ``up`` per stack after the upgrade (docs/engine.md, "Upgrades")."""
-    from reconciler.engine.handle import applied_spec_from
+    from reconciler.engine.plan import applied_spec_from
 
     spec = rich_spec()
     stored = {**spec.to_dict(), "serial_api_calls": False, "cascade_delete": True}
