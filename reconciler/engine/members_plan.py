@@ -157,6 +157,14 @@ def request_members(members: Sequence[MemberSpec]) -> list[dict[str, Any]]:
     return out
 
 
+def _output_order(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The members of the outputs in the order the provider writes them (a Terraform set): by
+    address as text, then port, whatever the order of the inputs or of Octavia's list
+    (``10.0.0.11`` before ``10.0.0.5``; checked against ``up`` in
+    tests/integration/engine/test_engine_members_direct.py)."""
+    return sorted(members, key=lambda m: (str(m["address"]), int(m["protocolPort"])))
+
+
 def _raw_state_delta(count: int) -> dict[str, Any]:
     """The provider's record of how its raw state maps onto the outputs (``members`` is the
     Terraform ``member`` set, one entry per member)."""
@@ -180,7 +188,7 @@ def applied_spec_in(deployment: Mapping[str, Any] | None) -> LoadBalancerSpec | 
 def _members_resource_as_written(res: Mapping[str, Any], applied: Sequence[MemberSpec]) -> bool:
     """Whether a ``Members`` resource of the state is what the provider writes for ``applied``:
     made by the program (not read, not pending), its inputs exactly those members, its outputs
-    the same members in the layout :func:`member_outputs` writes."""
+    the same members (in any order) in the layout :func:`member_outputs` writes."""
     if res.get("type") != MEMBERS_TYPE or not res.get("custom") or res.get("external"):
         return False
     pool_id = str(res.get("id") or "")
@@ -196,9 +204,10 @@ def _members_resource_as_written(res: Mapping[str, Any], applied: Sequence[Membe
         return False
     if any(not isinstance(m, dict) or set(m) != _OUTPUT_KEYS for m in members):
         return False
-    if [(m["address"], m["protocolPort"]) for m in members] != [
+    # in any order: a set, which `preview` and `refresh` compare as one
+    if sorted((m["address"], m["protocolPort"]) for m in members) != sorted(
         (m.address, m.protocol_port) for m in applied
-    ]:
+    ):
         return False
     return bool(
         outputs.get("id") == pool_id
@@ -268,7 +277,8 @@ def updated_deployment(
 ) -> dict[str, Any] | None:
     """The deployment after the update, no operation pending: each pool's ``Members`` resource
     with the wanted members as inputs and ``read`` (pool ID: Octavia's members of that pool) as
-    outputs, in the order of the inputs, and the stack's outputs of the new spec. ``now``: the
+    outputs, in the provider's order (:func:`_output_order`), and the stack's outputs of the new
+    spec. ``now``: the
     RFC 3339 time of the change (``modified``). None when a pool's members as read are not the
     ones wanted (somebody else changed them meanwhile): the next ``up`` reads the cloud."""
     out = copy.deepcopy(dict(deployment))
@@ -287,7 +297,7 @@ def updated_deployment(
         ordered = [cloud.get((m.address, m.protocol_port)) for m in pool.members]
         if len(cloud) != len(pool.members) or any(m is None for m in ordered):
             return None
-        members = [member_outputs(m) for m in ordered if m is not None]
+        members = _output_order([member_outputs(m) for m in ordered if m is not None])
         res["inputs"] = {**res["inputs"], "members": [member_inputs(m) for m in pool.members]}
         res["outputs"] = {
             **res["outputs"],

@@ -65,7 +65,11 @@ def provider_members(spec: LoadBalancerSpec) -> dict[str, Any]:
                 }
             },
             "id": POOL_ID,
-            "members": [cloud_member(m, f"id-{m.name}", as_output=True) for m in members],
+            # a Terraform set: by address as text, whatever the order of the inputs
+            "members": [
+                cloud_member(m, f"id-{m.name}", as_output=True)
+                for m in sorted(members, key=lambda m: m.address)
+            ],
             "poolId": POOL_ID,
             "region": "RegionOne",
         },
@@ -191,7 +195,7 @@ def test_a_state_not_as_this_module_writes_it_goes_through_up() -> None:
         assert update_of(deployment, before, after) is None, deployment
 
 
-def test_the_update_is_marked_pending_then_recorded_in_the_order_of_the_inputs() -> None:
+def test_the_update_is_marked_pending_then_recorded() -> None:
     before, after = spec_of(nodes=TWO), spec_of(nodes=THREE)
     deployment = deployment_of(before)
     update = update_of(deployment, before, after)
@@ -228,3 +232,35 @@ def test_members_the_cloud_shows_otherwise_leave_the_update_pending() -> None:
     for members in (wanted[:2], (*wanted, extra)):
         read = {POOL_ID: [cloud_member(m, f"id-{m.name}") for m in members]}
         assert updated_deployment(deployment_of(before), update, read, now="t") is None
+
+
+def test_the_outputs_are_in_the_providers_order_not_the_inputs_nor_octavias() -> None:
+    """A Node whose name sorts first and whose address sorts last as text: the inputs follow
+    the spec (by Node name), the outputs the provider's set (by address as text)."""
+    before = spec_of(nodes=TWO)
+    after = spec_of(nodes=[make_node("aaa-first", internal="10.0.0.5"), *TWO])
+    # the VIP subnet stays the one detected first (as the stack applies it: stack_spec)
+    after = replace(after, vip_autodetect_address=before.vip_autodetect_address)
+    wanted = after.listeners[0].pool.members
+    assert [m.address for m in wanted] == ["10.0.0.5", "10.0.0.11", "10.0.0.12"]
+    update = update_of(deployment_of(before), before, after)
+    assert update is not None
+    read = {POOL_ID: [cloud_member(m, f"id-{m.name}") for m in reversed(wanted)]}
+    done = updated_deployment(deployment_of(before), update, read, now="t")
+    assert done is not None
+    res = done["resources"][1]
+    assert [m["address"] for m in res["inputs"]["members"]] == [
+        "10.0.0.5",
+        "10.0.0.11",
+        "10.0.0.12",
+    ]
+    assert [m["address"] for m in res["outputs"]["members"]] == [
+        "10.0.0.11",
+        "10.0.0.12",
+        "10.0.0.5",
+    ]
+    # a state whose outputs are in another order is still the provider's layout (a set)
+    shuffled = copy.deepcopy(done)
+    shuffled["resources"][1]["outputs"]["members"].reverse()
+    shuffled["resources"][0]["outputs"]["spec"] = after.canonical_json()
+    assert update_of(shuffled, after, before) is not None

@@ -96,19 +96,30 @@ def test_a_node_added_then_removed_changes_members_without_pulumi(
     assert env.cloud.lbs() == []
 
 
+# A Node whose name sorts first and whose address sorts last as text: the inputs follow the spec
+# (by Node name), the outputs the provider's set (by address as text, not as Octavia lists them)
+FIRST = [make_node("aaa-first", internal="10.0.0.5", hostname=False), *NODES]
+
+
 @pytest.mark.parametrize(
-    "policy",
+    ("policy", "nodes"),
     [
-        {},
-        {
-            "annotations": {A + "enable-health-monitor": "true"},
-            "externalTrafficPolicy": "Local",
-            "healthCheckNodePort": 32000,
-        },
+        ({}, GROWN),
+        ({}, FIRST),
+        (
+            {
+                "annotations": {A + "enable-health-monitor": "true"},
+                "externalTrafficPolicy": "Local",
+                "healthCheckNodePort": 32000,
+            },
+            GROWN,
+        ),
     ],
-    ids=["cluster", "local-with-monitor-port"],
+    ids=["cluster", "a-node-that-sorts-first", "local-with-monitor-port"],
 )
-def test_the_state_written_is_the_one_up_writes(env: Env, policy: dict[str, Any]) -> None:
+def test_the_state_written_is_the_one_up_writes(
+    env: Env, policy: dict[str, Any], nodes: list[dict[str, Any]]
+) -> None:
     """Two Services, the same Node added to both: one changed directly, one through ``up``
     (``direct_members=False``); their ``Members`` resources are the same but for IDs."""
     config = env.config()
@@ -119,7 +130,7 @@ def test_the_state_written_is_the_one_up_writes(env: Env, policy: dict[str, Any]
             service=spec_for(svc, config).service
         )
         stack.ensure(spec_for(svc, config))
-        result = stack.ensure(spec_for(svc, config, GROWN))
+        result = stack.ensure(spec_for(svc, config, nodes))
         assert (result.changed, result.direct) == (True, direct)
         stacks.append(stack)
     direct_one, through_up = stacks
@@ -127,6 +138,10 @@ def test_the_state_written_is_the_one_up_writes(env: Env, policy: dict[str, Any]
     if policy:
         ports = {m["monitor_port"] for m in env.cloud.inventory()["members"]}
         assert ports == {32000}
+    # and what `up` wrote, the direct path takes next: the Node leaves again
+    svc = stored_service("through-up", **policy)
+    back = env.engine(config).stack(service=through_up.service).ensure(spec_for(svc, config))
+    assert (back.changed, back.direct) == (True, True)
     for stack in stacks:
         stack.delete()
 
