@@ -46,7 +46,7 @@ from reconciler.engine.members_plan import (
 from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import HASH_TAG, outputs_from_tags
 from reconciler.engine.results import EnsureResult
-from reconciler.engine.stack_spec import create_only_record, spec_for_stack, stack_spec
+from reconciler.engine.stack_spec import spec_for_stack, stack_spec
 from reconciler.engine.state_store import BucketError, StateStore
 from reconciler.model.spec import LoadBalancerSpec
 
@@ -60,19 +60,17 @@ FIRST_WAIT = 0.05
 BACKOFF = 1.5
 
 
-def update_members_without_cli(ss: StackHandle, desired: LoadBalancerSpec) -> EnsureResult | None:
+def update_members_without_cli(
+    ss: StackHandle, desired: LoadBalancerSpec, tags: Mapping[str, str]
+) -> EnsureResult | None:
     """Apply ``desired`` directly when it differs from the applied spec in pool members only
-    (see the module); None, nothing changed, when it cannot: the caller runs ``up``."""
+    (see the module); None, nothing changed, when it cannot: the caller runs ``up``. ``tags``:
+    the stack's tags as the backend holds them, this Service's, with the create-only values
+    recorded (:meth:`reconciler.engine.stack.ServiceStack.ensure` read them for its skip)."""
     store = ss.engine.store
     if store is None or ss.imports or not ss.engine.settings.direct_members:
         return None
-    try:
-        tags = store.tags(ss.name)
-    except BucketError:
-        return None  # the CLI path reports it
-    if not tags or HASH_TAG not in tags or create_only_record(tags) is None:
-        return None
-    if any(tags.get(key) != value for key, value in ss.wanted_tags().items()):
+    if HASH_TAG not in tags:  # the last operation did not finish: the CLI's recovery first
         return None
     outputs = outputs_from_tags(tags)
     lb_id = str((outputs or {}).get("lb_id") or "")

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from reconciler.engine.direct_delete_plan import STACK_TYPE
 from reconciler.engine.plan import applied_spec_from
 from reconciler.model.spec import LoadBalancerSpec, MemberSpec
 from stacks.vocabulary import MEMBERS_TYPE, logical_name, logical_suffix, members_name
@@ -40,7 +41,6 @@ __all__ = [
     "updated_deployment",
 ]
 
-STACK_TYPE = "pulumi:pulumi:Stack"
 # the provider's defaults of a member's inputs (openstack 5.x), and the keys of a member as its
 # read of the pool writes them into the outputs
 _INPUT_DEFAULTS = ["adminStateUp", "weight"]
@@ -278,9 +278,9 @@ def updated_deployment(
     """The deployment after the update, no operation pending: each pool's ``Members`` resource
     with the wanted members as inputs and ``read`` (pool ID: Octavia's members of that pool) as
     outputs, in the provider's order (:func:`_output_order`), and the stack's outputs of the new
-    spec. ``now``: the
-    RFC 3339 time of the change (``modified``). None when a pool's members as read are not the
-    ones wanted (somebody else changed them meanwhile): the next ``up`` reads the cloud."""
+    spec. ``now``: the RFC 3339 time of the change (``modified``). None when a pool's members as
+    read are not the ones wanted (somebody else changed them meanwhile): the next ``up`` reads
+    the cloud."""
     out = copy.deepcopy(dict(deployment))
     out.pop("pending_operations", None)
     by_urn = {p.urn: p for p in update.pools}

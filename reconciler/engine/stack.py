@@ -162,12 +162,14 @@ class ServiceStack(StackHandle):
         (``lb-reconciler adopt``); Pulumi fails the import of one whose inputs differ.
         """
         if not imports:
-            applied = self._applied(desired)
-            if applied is not None:
-                return applied
-            direct = update_members_without_cli(self, desired)
-            if direct is not None:
-                return direct
+            stored = self._stored_tags()
+            if stored is not None:
+                applied = self._applied(desired, stored)
+                if applied is not None:
+                    return applied
+                direct = update_members_without_cli(self, desired, stored)
+                if direct is not None:
+                    return direct
         stack = self.open_stack(create=True)
         assert stack is not None
         tags = self.tags_of(stack)
@@ -264,9 +266,9 @@ class ServiceStack(StackHandle):
             return current
         return tags.apply(current, put=create_only_tags(applied, outputs))
 
-    def _applied(self, spec: LoadBalancerSpec) -> EnsureResult | None:
-        """The skip of :meth:`ensure` without running ``pulumi``: the stack's tags object
-        (:mod:`.state_store`) says ``spec`` is applied and holds the outputs. None: ask the
+    def _stored_tags(self) -> dict[str, str] | None:
+        """The stack's tags as the backend holds them, this Service's and with the create-only
+        values recorded, read once for the skip and the direct members change; None: ask the
         stack (also when the backend cannot be read now: the stack's steps report that)."""
         try:
             store = self.engine.store
@@ -275,14 +277,18 @@ class ServiceStack(StackHandle):
             return None
         if not tags or any(tags.get(key) != value for key, value in self.wanted_tags().items()):
             return None
-        if create_only_record(tags) is None:
-            return None  # record it first (ensure)
+        return tags if create_only_record(tags) is not None else None  # else: record it first
+
+    def _applied(self, spec: LoadBalancerSpec, tags: Mapping[str, str]) -> EnsureResult | None:
+        """The skip of :meth:`ensure` without ``pulumi``: the stack's tags (:meth:`_stored_tags`)
+        say ``spec`` is applied and hold the outputs. None: ask the stack."""
         wanted = stack_spec(spec, tags=tags)
         digest = wanted.spec.spec_hash()
         outputs = outputs_from_tags(tags)
         if outputs is None or not should_skip(tags=tags, spec_hash=digest):
             return None
         try:
+            store = self.engine.store
             if store is None or not store.stack_exists(self.name):
                 return None
         except BucketError:
