@@ -60,6 +60,13 @@ _UPDATES = ("up", "destroy", "refresh")
 # (docs/performance.md, "Go's garbage collector").
 CLI_GOGC = "400"
 
+# The most the `pulumi` CLI's own debug logs ($PULUMI_HOME/logs, one file per command; `pulumi
+# logs list` shows them) may take, in MB, unless the controller's own environment sets it. At
+# every start the CLI lists and stats each file there to rotate them; at its default (500 MB,
+# 7 days) a controller's operations leave tens of thousands, and each `up` then cost about 0.2
+# CPU seconds more (docs/performance.md, "The CLI's own logs"). 32 MB keeps about 700 `up`s'.
+CLI_LOG_MAX_TOTAL_MB = "32"
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -203,6 +210,7 @@ class EngineContext:
         for key, value in cli_settings(self.settings.backend).items():
             env.setdefault(key, value)  # the user's own setting wins
         env.setdefault("GOGC", CLI_GOGC)
+        env.setdefault("PULUMI_LOG_ROTATION_MAX_TOTAL_MB", CLI_LOG_MAX_TOTAL_MB)
         env.update(self.settings.extra_env)
         env["PULUMI_BACKEND_URL"] = self.settings.backend
         env["PULUMI_CONFIG_PASSPHRASE"] = self.settings.passphrase.reveal()

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reconciler.engine.context import CLI_LOG_MAX_TOTAL_MB
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
@@ -185,3 +187,63 @@ def test_pulumi_and_its_plugin_collect_garbage_less_often(
         assert set(gc_targets) == {"150"}
     finally:
         stack.delete()
+
+
+def filled_logs(home: Path, *, files: int, size: int) -> list[str]:
+    """``home``/logs as a controller that ran for a while leaves it: ``files`` of the CLI's
+    automatic logs of ``size`` bytes each, oldest first, all of today (none past its age)."""
+    logs = home / "logs"
+    logs.mkdir(parents=True)
+    now = datetime.now()
+    names = []
+    for i in range(files):
+        at = (now - timedelta(minutes=files - i)).strftime("%Y%m%dT%H%M%S")
+        name = f"pulumi-{at}-{1000 + i}-up.log"
+        (logs / name).write_bytes(b"x" * size)
+        names.append(name)
+    return names
+
+
+def test_the_clis_own_logs_stay_bounded(env: Env, tmp_path: Path) -> None:
+    """What a user saw: the controller slowed down over days. Every ``pulumi`` command writes
+    a debug log under ``$PULUMI_HOME/logs`` and, at each start, lists and stats every file there
+    to rotate them (by default up to 500 MB and 7 days: tens of thousands of files). The engine's
+    ``pulumi`` children keep them to ``CLI_LOG_MAX_TOTAL_MB``: the oldest go, the newest stay."""
+    home = tmp_path / "pulumi-home"
+    mib = 1024 * 1024
+    names = filled_logs(home, files=48, size=mib)  # 48 MiB, more than the bound
+    config = env.config()
+    spec = spec_for(stored_service("logs"), config)
+    stack = env.engine(config, extra_env={"PULUMI_HOME": str(home)}).stack(service=spec.service)
+    try:
+        stack.ensure(spec)
+    finally:
+        stack.delete()
+    kept = {p.name: p.stat().st_size for p in (home / "logs").iterdir()}
+    assert sum(kept.values()) <= int(CLI_LOG_MAX_TOTAL_MB) * mib, sorted(kept)
+    assert names[0] not in kept  # the oldest went
+    assert names[-1] in kept  # the newest stayed
+    assert any(name not in names for name in kept)  # and the operation's own log was written
+
+
+def test_the_users_own_log_bound_wins(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PULUMI_LOG_ROTATION_MAX_TOTAL_MB`` in the controller's environment is passed on as is."""
+    seen: list[str | None] = []
+    real = subprocess.Popen
+
+    def spy(args: Any, *rest: Any, **kw: Any) -> Any:
+        if Path(str(args[0])).name == "pulumi" and list(args[1:]) != ["version"]:
+            seen.append((kw.get("env") or {}).get("PULUMI_LOG_ROTATION_MAX_TOTAL_MB"))
+        return real(args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    monkeypatch.setenv("PULUMI_LOG_ROTATION_MAX_TOTAL_MB", "200")
+    config = env.config()
+    spec = spec_for(stored_service("logs-own"), config)
+    stack = env.engine(config).stack(service=spec.service)
+    try:
+        stack.ensure(spec)
+    finally:
+        stack.delete()
+    assert seen
+    assert set(seen) == {"200"}
