@@ -10,7 +10,7 @@ The controller does not import the Pulumi engine; it talks to anything with this
   refresh that writes nothing) and ``stacks()`` serve the housekeeper (drift, orphans);
   ``cancel()`` interrupts running operations when the process stops; ``take_over()`` runs
   once, when this process becomes the leader, before its first operation (it clears what a
-  dead leader left).
+  dead leader left, and warms up what the first new stacks would pay for).
 
 Failures are exceptions. :func:`failure_of` reads one's ``failure_kind`` as a :class:`Failure`,
 which decides the retry and whether the Service gets a Warning (see
@@ -42,6 +42,7 @@ Service) to the Protocol. ``ensure`` returns the engine's own
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -84,7 +85,8 @@ class LoadBalancerEngine(Protocol):
 
     def take_over(self) -> Sequence[str]:
         """Before the first operation as the leader: remove the locks no operation of this
-        process holds (a dead leader's); returns the stacks whose locks were removed."""
+        process holds (a dead leader's); returns the stacks whose locks were removed. May start
+        a warm-up beside the first operations."""
         ...
 
 
@@ -136,4 +138,8 @@ class PulumiEngine:
         self._engine.cancel()
 
     def take_over(self) -> Sequence[str]:
-        return [lock.stack for lock in self._engine.take_over()]
+        cleared = [lock.stack for lock in self._engine.take_over()]
+        # what the first new stacks would pay (the key, a new backend's setup: Engine.warm_up),
+        # paid beside the first syncs, not before them: readiness does not wait for it
+        threading.Thread(target=self._engine.warm_up, name="engine-warm-up", daemon=True).start()
+        return cleared

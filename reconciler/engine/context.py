@@ -20,6 +20,8 @@ or CI runs) nothing is fenced, and only provably stale locks are cleared (:mod:`
 
 from __future__ import annotations
 
+import logging
+import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,11 +46,19 @@ from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
 from reconciler.engine.state_retention import DEFAULT_KEEP
-from reconciler.engine.state_store import StateStore, cli_settings, open_state_store
+from reconciler.engine.state_store import (
+    META,
+    BucketError,
+    StateStore,
+    cli_settings,
+    open_state_store,
+)
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
 __all__ = ["EngineCommand", "EngineContext", "EngineSettings"]
+
+log = logging.getLogger("reconciler.engine.context")
 
 # the commands that record an update in the stack's history, with its message
 _UPDATES = ("up", "destroy", "refresh")
@@ -175,6 +185,34 @@ class EngineContext:
                 store.check_layout()
                 self._store = store
             return self._store
+
+    def warm_up(self) -> None:
+        """Pay before the first operation what the first new stacks would otherwise pay, on a
+        backend the engine writes itself with the ``passphrase`` secrets provider: the key of
+        the stacks this process creates (:class:`PassphraseKey`, about 0.25 CPU seconds) and,
+        on a backend no CLI has opened yet, its setup by one ``pulumi stack ls`` (until then a
+        new stack is made by ``stack init`` and ``config set``, about 1 s more: see
+        :meth:`StateStore.create_stack`). A failure is logged; the first operation pays then."""
+        try:
+            store = self.store
+            if store is None or self.settings.secrets_provider != "passphrase":
+                return
+            self.passphrase_key.derive()
+            if store.objects(META):
+                return
+            done = subprocess.run(
+                [str(self.settings.toolchain.path("pulumi")), "stack", "ls", "--json", "--all"],
+                capture_output=True,
+                text=True,
+                cwd=self.settings.state_dir,
+                env=self.env(),
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(done.stdout + done.stderr)
+        except (BucketError, OSError, RuntimeError) as exc:
+            error = redact(str(exc), self._secrets)
+            log.warning("warm-up of the engine failed", extra={"error": error})
 
     def close(self) -> None:
         """Close the backend connection (a ``postgres://`` backend's), if one was opened."""

@@ -91,6 +91,15 @@ class PassphraseKey:
             return self._made
 
     @property
+    def ready(self) -> bool:
+        """Whether the key is derived already (:attr:`state` then costs nothing)."""
+        return self._made is not None
+
+    def derive(self) -> None:
+        """Derive the key now (a warm-up), unless it is already."""
+        self._get()
+
+    @property
     def state(self) -> str:
         """The salt state to write as a new stack's ``encryptionsalt``."""
         return self._get()[0]

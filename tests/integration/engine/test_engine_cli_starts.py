@@ -247,3 +247,30 @@ def test_the_users_own_log_bound_wins(env: Env, monkeypatch: pytest.MonkeyPatch)
         stack.delete()
     assert seen
     assert set(seen) == {"200"}
+
+
+def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]) -> None:
+    """What a user saw: the first Service after the controller started on a new backend took
+    about 2 s, the next ones about 1 s. No CLI had opened the backend yet, so the first stack
+    was made through ``stack init`` and ``config set --secret`` (StateStore.create_stack), and
+    the first one made directly derived the passphrase's key. ``warm_up``, which the controller
+    runs as it starts to lead, pays both before the first operation, and nothing once paid."""
+    config = env.config()
+    engine = env.engine(config)
+    starts.clear()
+    engine.warm_up()
+    assert starts == ["stack ls"]  # the CLI sets the new backend up
+    assert engine.passphrase_key.ready
+    spec = spec_for(stored_service("warm"), config)
+    stack = engine.stack(service=spec.service)
+    starts.clear()
+    try:
+        assert stack.ensure(spec).changed
+        assert starts == ["up"]
+    finally:
+        stack.delete()
+    again = env.engine(config)  # another process (its `pulumi version`), the backend set up
+    starts.clear()
+    again.warm_up()
+    assert again.passphrase_key.ready
+    assert starts == []  # the key only
