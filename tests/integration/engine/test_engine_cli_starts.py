@@ -155,36 +155,40 @@ def test_create_noop_update_delete(
         assert on_noop.count("stack tag") == 1  # one `stack tag ls`; outputs from the CLI
 
 
-def test_pulumi_and_its_plugin_collect_garbage_less_often(
+def test_pulumi_and_its_plugin_run_tuned_for_short_lives(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pulumi`` (and the provider plugin it starts, with its environment) runs with GOGC 400
-    (reconciler.engine.context.CLI_GOGC; docs/performance.md), unless the controller's own
-    environment sets GOGC."""
-    gc_targets: list[str | None] = []
+    and GOMAXPROCS 1 (reconciler.engine.context.CLI_GOGC, CLI_GOMAXPROCS; docs/performance.md),
+    unless the controller's own environment sets them."""
+    tuning: list[tuple[str | None, str | None]] = []
     real = subprocess.Popen
 
     def spy(args: Any, *rest: Any, **kw: Any) -> Any:
         # every command but the SDK's own `pulumi version` check (once, with the process's
         # environment, when the engine is made)
         if Path(str(args[0])).name == "pulumi" and list(args[1:]) != ["version"]:
-            gc_targets.append((kw.get("env") or {}).get("GOGC"))
+            child = kw.get("env") or {}
+            tuning.append((child.get("GOGC"), child.get("GOMAXPROCS")))
         return real(args, *rest, **kw)
 
     monkeypatch.setattr(subprocess, "Popen", spy)
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.delenv("GOMAXPROCS", raising=False)
     config = env.config()
     spec = spec_for(stored_service("gc"), config)
     stack = env.engine(config).stack(service=spec.service)
     try:
         stack.ensure(spec)
-        assert gc_targets
-        assert set(gc_targets) == {"400"}
-        gc_targets.clear()
+        assert tuning
+        assert set(tuning) == {("400", "1")}
+        tuning.clear()
         monkeypatch.setenv("GOGC", "150")
+        monkeypatch.setenv("GOMAXPROCS", "3")
         stack = env.engine(config).stack(service=spec.service)
         stack.refresh()
-        assert gc_targets
-        assert set(gc_targets) == {"150"}
+        assert tuning
+        assert set(tuning) == {("150", "3")}
     finally:
         stack.delete()
 
