@@ -228,10 +228,21 @@ def _encode(value: Any) -> Any:
 _T = TypeVar("_T")
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The field types of a spec class, evaluated once (they are strings here)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
 def _decode(cls: type[_T], data: Any) -> _T:
     if not isinstance(data, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
         if f.name not in data and f.metadata.get("omit_empty"):
