@@ -42,7 +42,6 @@ Service) to the Protocol. ``ensure`` returns the engine's own
 from __future__ import annotations
 
 import enum
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -85,8 +84,8 @@ class LoadBalancerEngine(Protocol):
 
     def take_over(self) -> Sequence[str]:
         """Before the first operation as the leader: remove the locks no operation of this
-        process holds (a dead leader's); returns the stacks whose locks were removed. May start
-        a warm-up beside the first operations."""
+        process holds (a dead leader's); returns the stacks whose locks were removed. May also
+        warm up what the first operations would pay for."""
         ...
 
 
@@ -140,6 +139,6 @@ class PulumiEngine:
     def take_over(self) -> Sequence[str]:
         cleared = [lock.stack for lock in self._engine.take_over()]
         # what the first new stacks would pay (the key, a new backend's setup: Engine.warm_up),
-        # paid beside the first syncs, not before them: readiness does not wait for it
-        threading.Thread(target=self._engine.warm_up, name="engine-warm-up", daemon=True).start()
+        # paid before the first sync: about 0.25 CPU seconds, 0.3 s more on a new backend
+        self._engine.warm_up()
         return cleared
