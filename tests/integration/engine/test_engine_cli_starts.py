@@ -278,3 +278,19 @@ def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]
     again.warm_up()
     assert again.passphrase_key.ready
     assert starts == []  # the key only
+
+
+def test_a_failed_warm_up_is_logged_and_the_first_operation_pays(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A backend that cannot be read at start (here: no PostgreSQL where the URL points) does
+    not stop the controller from starting; the warning names the backend, not its password."""
+    config = env.config()
+    engine = env.engine(config, backend_url="postgres://lbr:hunter2@127.0.0.1:9/state")
+    with caplog.at_level("WARNING", logger="reconciler.engine.context"):
+        engine.warm_up()
+    (record,) = [r for r in caplog.records if r.getMessage() == "warm-up of the engine failed"]
+    error = str(getattr(record, "error", ""))
+    assert "127.0.0.1:9" in error
+    assert "hunter2" not in error
+    assert not engine.passphrase_key.ready
