@@ -16,6 +16,7 @@ import copy
 import json
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,19 @@ class Store:
             record = self._tables.get(kind, {}).get(rid)
             return copy.deepcopy(record) if record is not None else None
 
-    def all(self, kind: str) -> list[Record]:
-        """Records of one kind, oldest first."""
+    def all(self, kind: str, where: Callable[[Record], bool] | None = None) -> list[Record]:
+        """Records of one kind, oldest first; only those ``where`` accepts when given. ``where``
+        sees the stored record and must not change it: only the matches are copied, so a
+        lookup among many records costs no copy of each (the emulator answers every request
+        after one, see :meth:`count`)."""
         with self.lock:
-            return [copy.deepcopy(r) for r in self._tables.get(kind, {}).values()]
+            table = self._tables.get(kind, {}).values()
+            return [copy.deepcopy(r) for r in table if where is None or where(r)]
+
+    def count(self, kind: str, where: Callable[[Record], bool]) -> int:
+        """How many records of one kind ``where`` accepts (it must not change them)."""
+        with self.lock:
+            return sum(1 for r in self._tables.get(kind, {}).values() if where(r))
 
     def kinds(self) -> list[str]:
         with self.lock:

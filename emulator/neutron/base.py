@@ -152,7 +152,7 @@ class NeutronBase:
     def list_records(
         self, kind: str, ctx: AuthContext, query: Mapping[str, list[str]]
     ) -> list[Record]:
-        records = [r for r in self.store.all(kind) if self.visible(kind, r, ctx)]
+        records = self.store.all(kind, lambda r: self.visible(kind, r, ctx))
         records = filter_records(records, query, allowed=self.schemas[kind].fields, strict=True)
         return sort_records(records, query)
 
@@ -225,7 +225,7 @@ class NeutronBase:
         self.store.put("quota", record)
 
     def usage(self, project_id: str, kind: str) -> int:
-        return sum(1 for r in self.store.all(kind) if r.get("project_id") == project_id)
+        return self.store.count(kind, lambda r: r.get("project_id") == project_id)
 
     def check_quota(self, kind: str, project_id: str) -> None:
         limit = self.quota(project_id).get(kind, -1)

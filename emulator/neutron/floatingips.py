@@ -85,12 +85,8 @@ class FloatingIps(Networks):
             raise BadRequest(
                 f"Bad floatingip request: Port {port_id} does not have fixed ip {fixed_ip}.",
             )
-        for other in self.store.all("floatingip"):
-            if (
-                other["id"] != fip["id"]
-                and other["port_id"] == port_id
-                and (other["fixed_ip_address"] == fixed_ip)
-            ):
+        for other in self.store.all("floatingip", lambda f: f["port_id"] == port_id):
+            if other["id"] != fip["id"] and (other["fixed_ip_address"] == fixed_ip):
                 raise Conflict(
                     f"Cannot associate floating IP {fip['floating_ip_address']} ({fip['id']}) "
                     f"with port {port_id} using fixed IP {fixed_ip}, as that fixed IP already has "
@@ -136,8 +132,7 @@ class FloatingIps(Networks):
 
     def disassociate_port(self, port_id: str) -> None:
         """Called when a port goes away: its floating IPs stay, unassociated."""
-        for fip in self.store.all("floatingip"):
-            if fip["port_id"] == port_id:
-                self._disassociate(fip)
-                self.touch(fip)
-                self.save("floatingip", fip)
+        for fip in self.store.all("floatingip", lambda f: f["port_id"] == port_id):
+            self._disassociate(fip)
+            self.touch(fip)
+            self.save("floatingip", fip)

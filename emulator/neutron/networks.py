@@ -126,7 +126,10 @@ class Networks(NeutronBase):
         subnet = self.store.get("subnet", subnet_id)
         if subnet is not None and subnet.get("gateway_ip"):
             used.add(subnet["gateway_ip"])
-        for port in self.store.all("port"):
+        on_subnet = self.store.all(
+            "port", lambda p: any(ip["subnet_id"] == subnet_id for ip in p["fixed_ips"])
+        )
+        for port in on_subnet:
             used |= {ip["ip_address"] for ip in port["fixed_ips"] if ip["subnet_id"] == subnet_id}
         return used
 

@@ -86,12 +86,13 @@ class OctaviaBase:
     def list_records(
         self, kind: str, ctx: AuthContext, query: Mapping[str, list[str]], **match: str
     ) -> list[Record]:
-        records = [
-            r
-            for r in self.store.all(kind)
-            if (ctx.is_admin or r["project_id"] == ctx.project_id)
-            and all(r.get(k) == v for k, v in match.items())
-        ]
+        records = self.store.all(
+            kind,
+            lambda r: (
+                (ctx.is_admin or r["project_id"] == ctx.project_id)
+                and all(r.get(k) == v for k, v in match.items())
+            ),
+        )
         lb_ids = query.get("loadbalancer_id")
         if lb_ids and kind != "loadbalancer":
             # Octavia maps this filter to the child's load_balancer_id column; the API body
@@ -102,7 +103,7 @@ class OctaviaBase:
         return sort_records(records, query)
 
     def children(self, kind: str, lb_id: str) -> list[Record]:
-        return [r for r in self.store.all(kind) if r["_lb_id"] == lb_id]
+        return self.store.all(kind, lambda r: r["_lb_id"] == lb_id)
 
     @staticmethod
     def view(record: Record) -> Record:
@@ -168,7 +169,7 @@ class OctaviaBase:
 
     def check_quota(self, kind: str, project_id: str) -> None:
         limit = self.quota(project_id).get(kind, -1)
-        used = sum(1 for r in self.store.all(kind) if r["project_id"] == project_id)
+        used = self.store.count(kind, lambda r: r["project_id"] == project_id)
         if limit >= 0 and used >= limit:
             raise Forbidden(f"Quota has been met for resources: {QUOTA_TITLES.get(kind, kind)}")
 
@@ -209,11 +210,15 @@ class OctaviaBase:
     def advance(self) -> None:
         """Apply every pending operation whose time has come."""
         now = self.clock.now()
-        for lb in self.store.all("loadbalancer"):
+
+        def due(lb: Record) -> bool:
             op = lb.get("_op")
-            if not op or op["due"] is None or op["due"] > now:
-                continue
-            self._finish(lb, op)
+            if not op or op["due"] is None:
+                return False
+            return bool(op["due"] <= now)
+
+        for lb in self.store.all("loadbalancer", due):
+            self._finish(lb, lb["_op"])
 
     def _finish(self, lb: Record, op: dict[str, Any]) -> None:
         if op["lb_to"] == "DELETED":
@@ -246,9 +251,8 @@ class OctaviaBase:
     def purge(self, kind: str, record: Record) -> None:
         """Remove a child and what hangs from it, and unlink it from its parents."""
         if kind == "pool":
-            for member in self.store.all("member"):
-                if member["_pool_id"] == record["id"]:
-                    self.store.delete("member", member["id"])
+            for member in self.store.all("member", lambda m: m["_pool_id"] == record["id"]):
+                self.store.delete("member", member["id"])
             if record.get("healthmonitor_id"):
                 self.store.delete("healthmonitor", record["healthmonitor_id"])
             for listener in self.children("listener", record["_lb_id"]):

@@ -125,8 +125,8 @@ class Members(Listeners):
         pool = self.get("pool", pool_id, ctx)
         lb = self.lb_for(pool)
         self.ensure_mutable(lb, pool=pool)
-        for other in self.store.all("member"):
-            if other["_pool_id"] == pool_id and (other["address"], other["protocol_port"]) == (
+        for other in self.store.all("member", lambda m: m["_pool_id"] == pool_id):
+            if (other["address"], other["protocol_port"]) == (
                 body["address"],
                 body["protocol_port"],
             ):
@@ -196,8 +196,7 @@ class Members(Listeners):
         self.ensure_mutable(lb, pool=pool)
         existing = {
             (m["address"], m["protocol_port"]): m
-            for m in self.store.all("member")
-            if m["_pool_id"] == pool_id
+            for m in self.store.all("member", lambda m: m["_pool_id"] == pool_id)
         }
         children: list[tuple[str, str, str]] = []
         for item in items:

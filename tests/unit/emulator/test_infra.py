@@ -10,6 +10,7 @@ from emulator.cloud import Cloud, EmulatorConfig
 from emulator.context import AuthContext
 from emulator.faults import FaultConfig, FaultInjector, FaultRule
 from emulator.query import paginate, select_fields
+from emulator.store import Store
 from emulator.timing import TimingProfile
 from emulator.topology import load_topology
 
@@ -113,3 +114,25 @@ def test_topology_file_replaces_networks(tmp_path: Path) -> None:
 def test_unknown_timing_profile_lists_choices() -> None:
     with pytest.raises(ValueError, match="cloudlike, instant"):
         TimingProfile.named("fast")
+
+
+def test_store_reads_copy_only_the_records_asked_for() -> None:
+    """``Store.all(kind, where)`` and ``count``: the emulator looks records up on every request
+    (due operations, a load balancer's children, quotas), so a lookup copies only what it
+    returns, and what it returns is still a copy the caller may change."""
+    store = Store()
+    for i in range(5):
+        store.put("member", {"id": f"m{i}", "_pool_id": "p1" if i % 2 else "p0", "weight": 1})
+    seen: list[str] = []
+
+    def in_p1(record: dict[str, object]) -> bool:
+        seen.append(str(record["id"]))
+        return record["_pool_id"] == "p1"
+
+    found = store.all("member", in_p1)
+    assert [r["id"] for r in found] == ["m1", "m3"]
+    assert seen == ["m0", "m1", "m2", "m3", "m4"]  # oldest first, each looked at once
+    found[0]["weight"] = 9
+    assert store.get("member", "m1") == {"id": "m1", "_pool_id": "p1", "weight": 1}
+    assert store.count("member", lambda r: r["_pool_id"] == "p0") == 3
+    assert [r["id"] for r in store.all("member")] == ["m0", "m1", "m2", "m3", "m4"]
