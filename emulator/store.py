@@ -70,8 +70,7 @@ class Store:
     def all(self, kind: str, where: Callable[[Record], bool] | None = None) -> list[Record]:
         """Records of one kind, oldest first; only those ``where`` accepts when given. ``where``
         sees the stored record and must not change it: only the matches are copied, so a
-        lookup among many records costs no copy of each (the emulator answers every request
-        after one, see :meth:`count`)."""
+        lookup among many records (the emulator makes some on every request) copies few."""
         with self.lock:
             table = self._tables.get(kind, {}).values()
             return [copy.deepcopy(r) for r in table if where is None or where(r)]
