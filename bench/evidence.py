@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reconciler.engine.plan import stack_name
-from reconciler.engine.state_store import open_state_store
+from reconciler.engine.state.store import open_state_store
 from reconciler.model import naming
 from stacks.vocabulary import logical_name
 

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.local.backends import BackendServer, start_server
 from reconciler.local.toolchain import Toolchain
 

@@ -1,8 +1,8 @@
 """``lb-reconciler adopt``: take OCCM's load balancers over into Service stacks, without
-recreating anything. The decisions are :mod:`reconciler.engine.adopt_plan` (which object is which
-resource), :mod:`reconciler.engine.ownership` (whether the load balancer is this cluster's) and
-:mod:`reconciler.engine.adopt_preview` (whether a preview is acceptable); this module reads the
-cluster and the cloud, runs the stack operations (:mod:`reconciler.engine.adopt`) and prints
+recreating anything. The decisions are :mod:`reconciler.engine.adopt.plan` (which object is which
+resource), :mod:`reconciler.engine.adopt.ownership` (whether the load balancer is this cluster's)
+and :mod:`reconciler.engine.adopt.preview` (whether a preview is acceptable); this module reads the
+cluster and the cloud, runs the stack operations (:mod:`reconciler.engine.adopt.stack`) and prints
 (:mod:`reconciler.cli.adopt_report`).
 """
 
@@ -32,13 +32,13 @@ from reconciler.cli.common import (
 from reconciler.cli.terminal import Style, progress
 from reconciler.config import CloudConfig
 from reconciler.controller.sync_plan import ControllerSettings
-from reconciler.engine.adopt import AdoptionFailedError, adopt, held_resources
-from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import plan_adoption
-from reconciler.engine.adopt_preview import judge_preview, unchanged_problems
+from reconciler.engine.adopt.cloud import find_occm_objects
+from reconciler.engine.adopt.ownership import foreign_problem, records_identity
+from reconciler.engine.adopt.plan import plan_adoption
+from reconciler.engine.adopt.preview import judge_preview, unchanged_problems
+from reconciler.engine.adopt.stack import AdoptionFailedError, adopt, held_resources
 from reconciler.engine.errors import EngineError
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
-from reconciler.engine.ownership import foreign_problem, records_identity
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.preview import PreviewOutcome
 from reconciler.engine.stack import Engine, ServiceStack

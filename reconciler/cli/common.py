@@ -26,7 +26,7 @@ from reconciler.config import CloudConfig, Secret, parse_cloud_conf
 if TYPE_CHECKING:
     from reconciler.controller.kubeapi import KubeApi
     from reconciler.controller.sync_plan import ControllerSettings
-    from reconciler.engine.openstack import OpenStackRest
+    from reconciler.engine.openstack.client import OpenStackRest
     from reconciler.engine.stack import Engine
 
 __all__ = [
@@ -312,7 +312,7 @@ def logged_in(engine: Engine) -> OpenStackRest:
     """The engine's OpenStack client, logged in now: a login that fails is a
     :class:`CommandError` with the settings used and the cloud's answer, before anything else
     is done (as the controller does at start)."""
-    from reconciler.engine.openstack import OpenStackRestError
+    from reconciler.engine.openstack.client import OpenStackRestError
 
     rest = engine.rest()
     try:

@@ -26,7 +26,7 @@ from reconciler.cli.common import (
 )
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
-from reconciler.engine.state_retention import DEFAULT_KEEP
+from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.local.demo import Demo, run_flow, stop_process
 from reconciler.local.plane import ControlPlaneError, LocalControlPlane
 from reconciler.local.toolchain import ToolchainError, find_toolchain

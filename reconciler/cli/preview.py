@@ -50,9 +50,9 @@ from reconciler.cli.preview_report import (
 from reconciler.cli.terminal import Style, progress
 from reconciler.config import CloudConfig
 from reconciler.controller.sync_plan import ControllerSettings
-from reconciler.engine.adopt import examine_take_over
+from reconciler.engine.adopt.stack import examine_take_over
 from reconciler.engine.errors import EngineError
-from reconciler.engine.openstack import OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRestError
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.stack import Engine
 from reconciler.model import ServiceRef

@@ -29,7 +29,7 @@ from reconciler.cli.common import (
 from reconciler.cli.sweep_plan import SweepPlan, plan_sweep
 from reconciler.cli.terminal import Style, progress
 from reconciler.engine.errors import EngineError
-from reconciler.engine.openstack import OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRestError
 
 __all__ = ["register"]
 

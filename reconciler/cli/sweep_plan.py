@@ -10,12 +10,12 @@ for this cluster (namespace and name are DNS labels, so the rest of the name mus
 ``_``-free parts; a longer cluster name sharing the prefix does not match), referenced by no stack
 (neither as its own nor as the shared one it uses). They are left alone, and said why, when:
 
-* it is not proven this cluster's (:func:`reconciler.engine.ownership.not_this_clusters` says why):
-  the name alone is no proof, since two clusters with the same ``--cluster-name`` in one project
-  name theirs alike (OCCM #3102). Its description must be OCCM's for this cluster and, when it
-  carries cluster identity tags (``kube_cluster_id_<uid>``), this cluster's (``cluster_id``, the
-  kube-system namespace's UID) must be among them; without a known ``cluster_id`` no tagged one
-  is swept. Checked first: "adopt it" would be wrong advice for another cluster's;
+* it is not proven this cluster's (:func:`reconciler.engine.adopt.ownership.not_this_clusters` says
+  why): the name alone is no proof, since two clusters with the same ``--cluster-name`` in one
+  project name theirs alike (OCCM #3102). Its description must be OCCM's for this cluster and, when
+  it carries cluster identity tags (``kube_cluster_id_<uid>``), this cluster's (``cluster_id``, the
+  kube-system namespace's UID) must be among them; without a known ``cluster_id`` no tagged one is
+  swept. Checked first: "adopt it" would be wrong advice for another cluster's;
 
 * a stack of that Service exists but has recorded no load balancer: an ``up`` of it may be
   running or have been interrupted (its next ``up`` imports the load balancer); a stack that has
@@ -38,7 +38,7 @@ from typing import Any
 
 from reconciler.controller.housekeeping_plan import is_orphan
 from reconciler.controller.sync_plan import Action, ControllerSettings, decide
-from reconciler.engine.ownership import not_this_clusters
+from reconciler.engine.adopt.ownership import not_this_clusters
 from reconciler.engine.plan import StackInfo, parse_time
 from reconciler.model.naming import SERVICE_PREFIX
 

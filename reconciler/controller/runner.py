@@ -53,7 +53,7 @@ from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
-from reconciler.engine.state_retention import DEFAULT_KEEP
+from reconciler.engine.state.retention import DEFAULT_KEEP
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
@@ -164,7 +164,7 @@ def cloud_login(engine: Engine) -> int | None:
     leads: every delete depends on it, and a controller that makes load balancers it cannot
     delete leaves finalizers stuck. None when it worked, else the exit code, after an error
     log saying with which settings and what the cloud answered."""
-    from reconciler.engine.openstack import LoginError, OpenStackRestError
+    from reconciler.engine.openstack.client import LoginError, OpenStackRestError
 
     try:
         engine.rest().login()

@@ -1,21 +1,23 @@
 """What every stack of one engine shares: settings, the ``pulumi`` command, secrets, cancellation,
 and the fence.
 
-:class:`EngineContext` is the part of :class:`reconciler.engine.stack.Engine` that the lower
-modules (:mod:`.stack_meta`, :mod:`.handle`, :mod:`.delete`, :mod:`.adopt`) need; they take it,
-so none of them imports :mod:`.stack`. No decisions live here.
+:class:`EngineContext` is the part of :class:`reconciler.engine.stack.Engine` that the lower modules
+(:mod:`.stack_meta`, :mod:`.handle`, :mod:`.delete.stack`,
+:mod:`.adopt.stack`) need; they take it, so none of them imports :mod:`.stack`. No
+decisions live here.
 
-**The fence.** A controller's engine is given ``leading``: whether this process holds the Lease
-and renewed it within the renew deadline (the controller's ``LeaderElector.is_leader``, which
-turns false on its own clock, whether or not the elector's thread has run since). While
-it is false, :meth:`EngineContext.fence` refuses every write with
+**The fence.** A controller's engine is given ``leading``: whether this process holds the Lease and
+renewed it within the renew deadline (the controller's ``LeaderElector.is_leader``, which turns
+false on its own clock, whether or not the elector's thread has run since). While it is false,
+:meth:`EngineContext.fence` refuses every write with
 :class:`~reconciler.engine.errors.NotLeaderError` (no Event: the process is stepping down; the new
 leader does the work): every ``pulumi`` the engine starts (``up``, ``destroy``, ``refresh``,
 ``import``, ``stack rm``, config and tag writes: :class:`EngineCommand` checks before each), the
-tags and config files it writes itself, the cloud calls that delete or tag, and the lock
-clearing. A running operation is killed when it turns false
-(:func:`reconciler.engine.recovery.run_with_deadline`). Without ``leading`` (a command a person
-or CI runs) nothing is fenced, and only provably stale locks are cleared (:mod:`.lock_plan`).
+tags and config files it writes itself, the cloud calls that delete or tag, and the lock clearing. A
+running operation is killed when it turns false
+(:func:`reconciler.engine.recovery.run_with_deadline`). Without ``leading`` (a command a person or
+CI runs) nothing is fenced, and only provably stale locks are cleared
+(:mod:`.state.lock_plan`).
 """
 
 from __future__ import annotations
@@ -40,13 +42,13 @@ from reconciler.engine.errors import (
 )
 from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
-from reconciler.engine.passphrase import PassphraseKey
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
-from reconciler.engine.state_retention import DEFAULT_KEEP
-from reconciler.engine.state_store import (
+from reconciler.engine.state.passphrase import PassphraseKey
+from reconciler.engine.state.retention import DEFAULT_KEEP
+from reconciler.engine.state.store import (
     META,
     BucketError,
     StateStore,
@@ -98,10 +100,10 @@ class EngineSettings:
     interrupt_grace: float = 30.0
     # seconds the provider waits for a child's delete (stacks.vocabulary.CHILD_DELETE_TIMEOUT_KEY)
     child_delete_timeout: float = 120.0
-    # history entries and checkpoint backups kept per stack (state_retention)
+    # history entries and checkpoint backups kept per stack (state.retention)
     keep_history: int = DEFAULT_KEEP
     # delete a stack's own load-balancer tree with one cascade DELETE when its state allows it
-    # (reconciler.engine.direct_delete_plan); False: always `destroy` (the tests of its fallbacks)
+    # (reconciler.engine.delete.direct_plan); False: always `destroy` (the tests of its fallbacks)
     direct_delete: bool = True
     # change a stack's pool members with Octavia's batch PUT when only they differ from the
     # applied spec (reconciler.engine.members_plan); False: always `up`
@@ -178,12 +180,11 @@ class EngineContext:
 
     @property
     def store(self) -> StateStore | None:
-        """The backend's objects (:mod:`.state_store`): stacks, tags and locks read and written
-        without a CLI start; None for a backend that is not a DIY bucket this code reads
-        (Pulumi Cloud, ``gs://``, ``azblob://``): ask the CLI. Opened on first use, after
-        checking the backend's layout once; raises
-        :class:`~reconciler.engine.state_store.BucketError` when the backend cannot be read
-        (retried at the next use)."""
+        """The backend's objects (:mod:`.state.store`): stacks, tags and locks read
+        and written without a CLI start; None for a backend that is not a DIY bucket this code reads
+        (Pulumi Cloud, ``gs://``, ``azblob://``): ask the CLI. Opened on first use, after checking
+        the backend's layout once; raises :class:`~.state.store.BucketError` when
+        the backend cannot be read (retried at the next use)."""
         with self._store_lock:
             if self._store is None:
                 store = open_state_store(self.settings.backend, env=self.env())
@@ -236,7 +237,8 @@ class EngineContext:
 
     def is_leader(self) -> bool:
         """Whether the leader's rules apply: a controller's engine whose process holds the
-        Lease (it clears every lock its own operations do not hold: :mod:`.lock_plan`)."""
+        Lease (it clears every lock its own operations do not hold:
+        :mod:`.state.lock_plan`)."""
         return self.leading is not None and self.leading()
 
     def fence(self, doing: str, *, stack: str = "") -> None:

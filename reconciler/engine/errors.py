@@ -30,7 +30,7 @@ the most severe answer wins). :func:`engine_error` builds the error, its message
 :func:`~reconciler.engine.failure_text.describe`. Messages are redacted
 (:mod:`.redact`) before they are stored in an exception. :func:`fault_class` (one answer of
 the cloud) is also how the engine's own OpenStack client says how its errors are retried
-(:class:`~reconciler.engine.openstack_session.OpenStackRestError` ``failure_kind``).
+(:class:`~.openstack.session.OpenStackRestError` ``failure_kind``).
 """
 
 from __future__ import annotations

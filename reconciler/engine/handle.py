@@ -1,9 +1,9 @@
 """One Service's stack as the engine's operations use it: open, tags, config, deadlines, recovery.
 
 :class:`StackHandle` is the public surface that :mod:`.stack` (``ensure``, ``preview``,
-``refresh``), :mod:`.delete` and :mod:`.adopt` share: nothing outside this module reaches into
-another's privates. It makes no decisions (those are :mod:`.plan`'s, :mod:`.stack_spec`'s and
-:mod:`.lost`'s); it runs what they say.
+``refresh``), :mod:`.delete.stack` and :mod:`.adopt.stack` share:
+nothing outside this module reaches into another's privates. It makes no decisions (those are
+:mod:`.plan`'s, :mod:`.stack_spec`'s and :mod:`.lost`'s); it runs what they say.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from typing import Any, TypeVar
 from pulumi import automation as auto
 from pulumi.automation._stack import StackInitMode  # the mode Stack.select gives
 
-from reconciler.engine.cloud_delete import delete_unadopted
 from reconciler.engine.context import EngineContext
+from reconciler.engine.delete.cloud import delete_unadopted
 from reconciler.engine.errors import InterruptedOperationError
-from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.plan import applied_spec_from, resource_urn, stack_name, stack_tags
 from reconciler.engine.recovery import recover_pending, repair_torn_sidecars, run_with_deadline
 from reconciler.engine.stack_meta import (
@@ -32,7 +31,8 @@ from reconciler.engine.stack_meta import (
     plain_outputs,
     run_cli,
 )
-from reconciler.engine.state_store import BucketError
+from reconciler.engine.state.locks import clear_stale_locks
+from reconciler.engine.state.store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -99,11 +99,12 @@ class StackHandle:
         return None if exists is False and not create else self.select_stack(exists, create)
 
     def check_stack(self, *, create: bool = False) -> bool | None:
-        """Whether the stack exists (None: a backend the store does not read, ask the CLI),
-        after the checks every operation starts with: a controller that no longer leads is
-        refused (:meth:`EngineContext.fence`), and the stack's stale locks are cleared
-        (:mod:`.lock_plan`: every lock not held by this leader's own ``pulumi`` children; for
-        anyone else, only a dead process's of this host), unless there is no stack to open."""
+        """Whether the stack exists (None: a backend the store does not read, ask the CLI), after
+        the checks every operation starts with: a controller that no longer leads is refused
+        (:meth:`EngineContext.fence`), and the stack's stale locks are cleared
+        (:mod:`.state.lock_plan`: every lock not held by this leader's own
+        ``pulumi`` children; for anyone else, only a dead process's of this host), unless there is
+        no stack to open."""
         self.engine.fence("opening", stack=self.name)
         self.created = False
         try:
@@ -157,7 +158,7 @@ class StackHandle:
         """Make the stack as ``pulumi stack init`` does, with no ``pulumi`` start (about 0.6 s
         and 0.6 CPU seconds saved per new Service): its checkpoint in the backend
         (:meth:`StateStore.create_stack`), its settings file with this process's salt
-        (:mod:`reconciler.engine.passphrase`), so that ``configure`` encrypts its secrets
+        (:mod:`.state.passphrase`), so that ``configure`` encrypts its secrets
         itself too. False, nothing made, for a backend the store does not write, another
         secrets provider than ``passphrase``, or a stack made meanwhile: ask the CLI."""
         engine, store = self.engine, self.engine.store
@@ -280,7 +281,7 @@ class StackHandle:
         """After ``stack rm``: what the CLI leaves of the stack in the backend (backups, the
         checkpoint's ``.bak``) and its work folder here go too (the backend's, only while
         this process may write). ``removed``: the store removed the stack whole
-        (:meth:`~reconciler.engine.state_store.StateStore.remove_stack`), only the folder."""
+        (:meth:`~.state.store.StateStore.remove_stack`), only the folder."""
         leading = self.engine.leading
         try:
             if leading is not None and not leading():

@@ -31,9 +31,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from reconciler.engine.cloud_delete import attempts
+from reconciler.engine.delete.cloud import attempts
 from reconciler.engine.errors import UpTimeoutError
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.model.naming import others_listener, services_tagged, with_tags, without_tag
 
 __all__ = ["LoadBalancerLocks", "add_tags", "others_on", "remove_tag"]

@@ -4,8 +4,9 @@ members, and the stack's state written as the provider would have written it
 (:mod:`.members_plan` decides and makes the state; this module runs it).
 
 Taken by :meth:`reconciler.engine.stack.ServiceStack.ensure` when the backend is one the engine
-reads (:mod:`.state_store`), the stack's last operation finished (its tags hold the spec hash)
-and only members differ from the applied spec; otherwise ``ensure`` runs ``up`` as before.
+reads (:mod:`.state.store`), the stack's last operation finished (its tags hold the
+spec hash) and only members differ from the applied spec; otherwise ``ensure`` runs ``up`` as
+before.
 
 The steps, under a lock on the stack taken as the CLI takes one, each safe to be cut off:
 
@@ -32,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from reconciler.engine.cloud_delete import attempts
+from reconciler.engine.delete.cloud import attempts
 from reconciler.engine.errors import ConflictError, InternalError, UpTimeoutError
 from reconciler.engine.handle import StackHandle
 from reconciler.engine.members_plan import (
@@ -43,11 +44,11 @@ from reconciler.engine.members_plan import (
     request_members,
     updated_deployment,
 )
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import HASH_TAG, outputs_from_tags
 from reconciler.engine.results import EnsureResult
 from reconciler.engine.stack_spec import spec_for_stack, stack_spec
-from reconciler.engine.state_store import BucketError, StateStore
+from reconciler.engine.state.store import BucketError, StateStore
 from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = ["update_members_without_cli"]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reconciler.engine.direct_delete_plan import STACK_TYPE
+from reconciler.engine.delete.direct_plan import STACK_TYPE
 from reconciler.engine.plan import applied_spec_from
 from reconciler.model.spec import LoadBalancerSpec, MemberSpec
 from stacks.vocabulary import MEMBERS_TYPE, logical_name, logical_suffix, members_name

@@ -21,7 +21,7 @@ looks done. While it is there, the last operation finished: the state has nothin
 
 **Listing.** ``pulumi stack ls --json`` gives a stack's name, last update time, whether an
 update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
-former, :mod:`reconciler.engine.state_store` the tags, and :func:`stack_info` joins them into a
+former, :mod:`.state.store` the tags, and :func:`stack_info` joins them into a
 :class:`StackInfo` (see :mod:`reconciler.engine.stack_meta` for how they are read).
 """
 

@@ -1,9 +1,9 @@
 """This process's ``pulumi`` children and their descendants, read from ``/proc``; signals to them.
 
-:mod:`.recovery` interrupts a hanging operation with these; :mod:`.locks` asks which ``pulumi``
-children are alive, and since when, to tell a lock held by one of them from a stale one. A
-process is named by its PID *and* its start time, so a PID reused by another process is never
-mistaken for it. No decisions live here.
+:mod:`.recovery` interrupts a hanging operation with these; :mod:`.state.locks`
+asks which ``pulumi`` children are alive, and since when, to tell a lock held by one of them from a
+stale one. A process is named by its PID *and* its start time, so a PID reused by another process is
+never mistaken for it. No decisions live here.
 """
 
 from __future__ import annotations

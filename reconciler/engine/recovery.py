@@ -5,8 +5,9 @@ an earlier, interrupted operation may have left, and it runs each operation unde
 :func:`run_with_deadline`. The decisions (which pending operations to import, which are
 idempotent) are pure functions in :mod:`reconciler.engine.lost`; this module does the effects.
 
-* **Stale locks** are :mod:`.locks`' (which, by :mod:`.lock_plan`'s rule, on every DIY backend
-  through :mod:`reconciler.engine.state_store`); a torn ``.attrs`` sidecar of the state
+* **Stale locks** are :mod:`.state.locks`' (which, by
+  :mod:`.state.lock_plan`'s rule, on every DIY backend through
+  :mod:`.state.store`); a torn ``.attrs`` sidecar of the state
   (:func:`repair_torn_sidecars`) is removed here.
 * **Pending creates** (:func:`recover_pending`): a ``pulumi`` killed during ``up`` leaves
   ``pending_operations`` in the state. Each pending create of a named object (load balancer,
@@ -44,7 +45,7 @@ from pulumi import automation as auto
 
 from reconciler.engine.errors import InterruptedOperationError, NotLeaderError, UpTimeoutError
 from reconciler.engine.lost import UNSETTLED, PendingCreate, pending_creates, resolve, unsettled
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.processes import (
     alive,
     children_running,
@@ -54,7 +55,7 @@ from reconciler.engine.processes import (
     send_signal,
     start_time,
 )
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 from stacks.vocabulary import logical_name, object_kind
 
 __all__ = [  # the process helpers are reconciler.engine.processes', named here for old callers
@@ -78,7 +79,7 @@ T = TypeVar("T")
 
 def repair_torn_sidecars(*, store: StateStore | None, stack_name: str) -> list[str]:
     """Remove a ``file://`` backend's torn ``.attrs`` sidecars of a stack; return their names
-    (:meth:`~reconciler.engine.state_store.StateStore.repair_torn_sidecars`)."""
+    (:meth:`~.state.store.StateStore.repair_torn_sidecars`)."""
     return store.repair_torn_sidecars(stack_name) if store is not None else []
 
 

@@ -24,14 +24,14 @@ only runs the operations and reports.
   hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
   DIY backend (``file://``, ``s3://``, ``postgres://``) that skip runs no ``pulumi`` at all: the
   stack's tags object says the spec is applied and holds the outputs the controller reports
-  (:func:`reconciler.engine.plan.outputs_from_tags`), read through :mod:`.state_store`.
+  (:func:`reconciler.engine.plan.outputs_from_tags`), read through :mod:`.state.store`.
 * **Few CLI starts**: each ``pulumi`` command costs about 0.45 s of start-up before it works, so
   the engine runs as few as it can: a DIY backend's tags are read and written as one object
   (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
   it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
   and a secret the process already wrote is not written again.
 * **Crash safety**, before every operation: stale locks are removed, on every DIY backend
-  (:mod:`reconciler.engine.locks`: a controller holding the Lease removes every lock its own
+  (:mod:`.state.locks`: a controller holding the Lease removes every lock its own
   ``pulumi`` children do not hold, at takeover (:meth:`Engine.take_over`) and before each
   operation of a stack; anyone else only a lock of this host whose process is gone); pending
   creates left by a killed ``up`` are looked up in the cloud by name and imported into the
@@ -55,16 +55,14 @@ from typing import TypeVar
 from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
-from reconciler.engine.adopt import take_over
-from reconciler.engine.cloud_repair import repaired_for_retry
+from reconciler.engine.adopt.stack import take_over
 from reconciler.engine.context import EngineContext, EngineSettings
-from reconciler.engine.delete import DeleteResult, delete_stack
+from reconciler.engine.delete.repair import repaired_for_retry
+from reconciler.engine.delete.stack import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import add_tags
-from reconciler.engine.lock_plan import LockRecord
-from reconciler.engine.locks import clear_stale_locks
 from reconciler.engine.lost import lost_lookups
 from reconciler.engine.members_direct import update_members_without_cli
 from reconciler.engine.plan import (
@@ -91,7 +89,9 @@ from reconciler.engine.stack_spec import (
     stale_create_only_tags,
     unprotect_before_up,
 )
-from reconciler.engine.state_store import BucketError
+from reconciler.engine.state.lock_plan import LockRecord
+from reconciler.engine.state.locks import clear_stale_locks
+from reconciler.engine.state.store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
 from stacks.vocabulary import (
@@ -127,8 +127,8 @@ class Engine(EngineContext):
 
     def take_over(self) -> list[LockRecord]:
         """What a new leader does before its first operation: remove every lock of this
-        cluster's stacks that its own ``pulumi`` children do not hold (:mod:`.lock_plan`), in
-        one listing; returns them. A dead leader's locks would otherwise fail every operation
+        cluster's stacks that its own ``pulumi`` children do not hold (:mod:`.state.lock_plan`),
+        in one listing; returns them. A dead leader's locks would otherwise fail every operation
         on its stacks (``the stack is currently locked``). Refused unless leading."""
         self.fence("clearing the previous leader's locks")
         if not self.is_leader():
@@ -198,8 +198,8 @@ class ServiceStack(StackHandle):
         current = tags.apply(current, drop=[HASH_TAG])
         self.unprotect(unprotect_before_up(spec, tags=current))
         self.configure_stack(stack, spec)
-        # Joining another Service's load balancer: under its lock, so that its owner's direct
-        # delete (one cascade DELETE, reconciler.engine.delete) sees this listener or refuses it
+        # Joining another Service's load balancer: under its lock, so that its owner's direct delete
+        # (one cascade DELETE, reconciler.engine.delete.stack) sees this listener or refuses it
         joining = self.engine.lb_locks(spec.existing_lb_id) if spec.existing_lb_id else None
         with joining or contextlib.nullcontext():
             try:

@@ -7,7 +7,7 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 
 * **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
   provider's secret fields encrypted here when the stack's salt is this process's own (a stack
-  it created, :func:`new_settings_file`, :mod:`reconciler.engine.passphrase`), else with
+  it created, :func:`new_settings_file`, :mod:`.state.passphrase`), else with
   ``pulumi config set --secret`` on stdin, never on a command line. A secret this process
   already wrote to the stack's config file, with the same value, is not written again (one CLI
   start saved per operation; the memo holds a digest, never the value).
@@ -17,7 +17,7 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 * **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
   --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
   not print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags
-  and every lock are then read through :mod:`reconciler.engine.state_store` in one go (a folder
+  and every lock are then read through :mod:`.state.store` in one go (a folder
   walk, one S3 listing and parallel reads, or one query). For any other backend, or a tags object
   in a format this code does not know, ``pulumi stack tag ls --json`` is run per stack (about
   0.35 s each, eight at a time). Nothing opens a stack or reads its state.
@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pulumi import automation as auto
 
-from reconciler.engine.locks import locked
-from reconciler.engine.passphrase import encrypt
 from reconciler.engine.plan import (
     CLUSTER_TAG,
     StackInfo,
@@ -47,7 +45,9 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.state_store import BucketError
+from reconciler.engine.state.locks import locked
+from reconciler.engine.state.passphrase import encrypt
+from reconciler.engine.state.store import BucketError
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -180,7 +180,7 @@ def configure(
 
 def new_settings_file(config_file: Path, salt_state: str) -> None:
     """The settings file of a stack just created without ``pulumi stack init``
-    (:meth:`reconciler.engine.state_store.StateStore.create_stack`): its ``encryptionsalt``, as
+    (:meth:`.state.store.StateStore.create_stack`): its ``encryptionsalt``, as
     ``stack init`` writes it, and no config yet (:func:`configure` adds it)."""
     config_file.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(config_file, {"encryptionsalt": salt_state})

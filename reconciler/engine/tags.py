@@ -6,7 +6,7 @@ and writes one per ``pulumi stack tag set``; each of those is a process start of
 binary, about 0.45 s on two cores before it does anything. A new stack has eleven tags.
 
 A DIY backend (``file://``, ``s3://``, ``postgres://``) keeps a stack's tags in one object, which
-:class:`StackTags` reads and writes whole through :mod:`reconciler.engine.state_store` (a file
+:class:`StackTags` reads and writes whole through :mod:`.state.store` (a file
 written to a temporary name and renamed, an S3 PUT, one row upsert): one step instead of a CLI
 start per tag. That is the object the ``pulumi`` CLI itself reads and writes. A stack's tags are
 written only by the worker that owns its Service (one at a time) and by ``pulumi stack tag set``,
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from pulumi import automation as auto
 
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 
 __all__ = ["StackTags"]
 

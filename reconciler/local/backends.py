@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
 
-from reconciler.engine.state_store import cli_settings
+from reconciler.engine.state.store import cli_settings
 from reconciler.local.plane import free_port, tail_of
 from reconciler.local.toolchain import Toolchain, find_toolchain
 

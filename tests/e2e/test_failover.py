@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.state_store import open_state_store
+from reconciler.engine.state.store import open_state_store
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend
 from tests.e2e import test_controller_process as proc

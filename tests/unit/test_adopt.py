@@ -1,6 +1,6 @@
 """The pure decisions of ``lb-reconciler adopt``: which OCCM object becomes which logical
-resource (reconciler/engine/adopt_plan.py), whether a preview is acceptable, how a failed adoption
-is undone (reconciler/engine/adopt.py) and what the command prints and exits with
+resource (reconciler/engine/adopt/plan.py), whether a preview is acceptable, how a failed adoption
+is undone (reconciler/engine/adopt/stack.py) and what the command prints and exits with
 (reconciler/cli/adopt_report.py)."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import pytest
 
 from reconciler.cli.adopt_report import ServiceResult, exit_code, render_json, render_text
 from reconciler.cli.terminal import Style
-from reconciler.engine.adopt import resources_of, rollback_targets
-from reconciler.engine.adopt_plan import Chain, Found, plan_adoption
-from reconciler.engine.adopt_preview import judge_preview, unchanged_problems
-from reconciler.engine.ownership import (
+from reconciler.engine.adopt.ownership import (
     choose_load_balancer,
     foreign_problem,
     not_this_clusters,
     records_identity,
 )
+from reconciler.engine.adopt.plan import Chain, Found, plan_adoption
+from reconciler.engine.adopt.preview import judge_preview, unchanged_problems
+from reconciler.engine.adopt.stack import resources_of, rollback_targets
 from reconciler.engine.preview import PreviewOutcome, PropertyChange, ResourceStep
 from reconciler.model import LoadBalancerSpec
 from tests.unit.model_helpers import UUID1, UUID2, config_from, spec_of

@@ -1,4 +1,4 @@
-"""Which objects in ERROR the engine updates back before an up (reconciler.engine.cloud_repair)."""
+"""Which objects in ERROR the engine updates back before an up (reconciler.engine.delete.repair)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.cloud_repair import errored_children, is_errored_child_failure
+from reconciler.engine.delete.repair import errored_children, is_errored_child_failure
 from reconciler.engine.errors import EngineError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.engine.direct_delete_plan import DirectDeletion, direct_deletion
+from reconciler.engine.delete.direct_plan import DirectDeletion, direct_deletion
 from stacks.vocabulary import (
     FIP_ASSOCIATION_TYPE,
     FIP_TYPE,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine import cloud_delete as engine_errored
-from reconciler.engine.cloud_delete import (
+from reconciler.engine.delete import cloud as engine_errored
+from reconciler.engine.delete.cloud import (
     cascade_delete,
     delete_unadopted,
     delete_unused,
@@ -17,7 +17,7 @@ from reconciler.engine.cloud_delete import (
     unadopted_deletions,
 )
 from reconciler.engine.errors import UpTimeoutError
-from reconciler.engine.openstack import OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRestError
 
 
 class FakeRest:

@@ -23,7 +23,7 @@ from reconciler.engine.errors import (
     error_class,
 )
 from reconciler.engine.failure_text import CloudFault, cloud_faults, headline
-from reconciler.engine.openstack import OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRestError
 from reconciler.engine.redact import redact
 from reconciler.engine.stack import Engine
 

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.engine.locks import locked
 from reconciler.engine.plan import (
     EXTERNAL_IP_TAG,
     HASH_TAG,
@@ -25,7 +24,8 @@ from reconciler.engine.plan import (
     stack_info,
     stack_tags,
 )
-from reconciler.engine.state_store import StateStore, open_state_store, parse_tags_file
+from reconciler.engine.state.locks import locked
+from reconciler.engine.state.store import StateStore, open_state_store, parse_tags_file
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
 

@@ -13,7 +13,7 @@ import pytest
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.processes import start_time, wait_gone
 from reconciler.engine.recovery import repair_torn_sidecars, run_with_deadline
-from reconciler.engine.state_store import open_state_store
+from reconciler.engine.state.store import open_state_store
 from stacks.vocabulary import PROJECT
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.engine.tags import StackTags
 
 NAME = "prod.default.web"

@@ -1,6 +1,7 @@
-"""Stale stack locks: the leader's rule and a bystander's (:mod:`reconciler.engine.lock_plan`),
-carried out on a ``file://`` backend with real processes (:mod:`reconciler.engine.locks`), and a
-running ``pulumi`` killed when the Lease is lost (:func:`run_with_deadline`)."""
+"""Stale stack locks: the leader's rule and a bystander's
+(:mod:`reconciler.engine.state.lock_plan`), carried out on a ``file://`` backend with real processes
+(:mod:`reconciler.engine.state.locks`), and a running ``pulumi`` killed when the Lease is lost
+(:func:`run_with_deadline`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.engine.errors import NotLeaderError
-from reconciler.engine.lock_plan import (
+from reconciler.engine.processes import pulumi_children
+from reconciler.engine.recovery import run_with_deadline
+from reconciler.engine.state.lock_plan import (
     LockRecord,
     held_by_children,
     of_cluster,
@@ -26,10 +29,8 @@ from reconciler.engine.lock_plan import (
     stale_for_bystander,
     stale_for_leader,
 )
-from reconciler.engine.locks import clear_stale_locks, list_locks, locked
-from reconciler.engine.processes import pulumi_children
-from reconciler.engine.recovery import run_with_deadline
-from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.state.locks import clear_stale_locks, list_locks, locked
+from reconciler.engine.state.store import StateStore, open_state_store
 from stacks.vocabulary import PROJECT
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

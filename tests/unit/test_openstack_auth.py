@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.config import AuthConfig, Secret
-from reconciler.engine.openstack_auth import (
+from reconciler.engine.openstack.auth import (
     client_cert,
     identity_url,
     interface_of,
@@ -15,7 +15,7 @@ from reconciler.engine.openstack_auth import (
     missing_endpoint,
     tls_verify,
 )
-from reconciler.engine.openstack_session import LoginError, OpenStackRestError
+from reconciler.engine.openstack.session import LoginError, OpenStackRestError
 
 URL = "https://keystone.example.com:5000/v3"
 PASSWORD = AuthConfig(

@@ -1,4 +1,4 @@
-"""Pulumi's passphrase secrets format, as reconciler.engine.passphrase writes and reads it.
+"""Pulumi's passphrase secrets format, as reconciler.engine.state.passphrase writes and reads it.
 
 The first test reads a salt state the real ``pulumi stack init`` (v3.259) wrote; the engine
 tests (test_engine_cli_starts.py) check the other way round, the CLI reading what was written
@@ -7,7 +7,7 @@ here, on every backend.
 
 from __future__ import annotations
 
-from reconciler.engine.passphrase import (
+from reconciler.engine.state.passphrase import (
     CHECK_MESSAGE,
     PassphraseKey,
     decrypt,

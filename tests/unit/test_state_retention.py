@@ -1,10 +1,10 @@
-"""Which history entries and backups a stack keeps (reconciler.engine.state_retention)."""
+"""Which history entries and backups a stack keeps (reconciler.engine.state.retention)."""
 
 from __future__ import annotations
 
 import pytest
 
-from reconciler.engine.state_retention import (
+from reconciler.engine.state.retention import (
     backups_to_prune,
     history_to_prune,
     retention_bound,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.engine.lock_plan import parse_lock
-from reconciler.engine.state_buckets import FileBucket, key_prefix, redacted_url
-from reconciler.engine.state_postgres import PostgresBucket, _pg_connect_args
-from reconciler.engine.state_s3 import S3Bucket
-from reconciler.engine.state_store import BucketError, StateStore, open_state_store
+from reconciler.engine.state.bucket import FileBucket, key_prefix, redacted_url
+from reconciler.engine.state.lock_plan import parse_lock
+from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
+from reconciler.engine.state.s3 import S3Bucket
+from reconciler.engine.state.store import BucketError, StateStore, open_state_store
 
 
 @pytest.mark.parametrize(
@@ -157,26 +157,29 @@ def test_an_old_layout_is_refused_with_the_fix(tmp_path: Path) -> None:
         store.check_layout()
 
 
-STORE_MODULES = {"state_store.py", "state_buckets.py", "state_s3.py", "state_postgres.py"}
+STORE_MODULES = {"store.py", "bucket.py", "s3.py", "postgres.py"}
 
 
 def test_only_the_store_knows_the_layout() -> None:
-    """No module outside reconciler/engine/state_*.py names a key of Pulumi's DIY layout, and
-    only state_store uses the buckets (docs/operations.md, "Choosing a backend")."""
+    """No module outside reconciler/engine/state/ names a key of Pulumi's DIY layout, and only
+    its store uses the buckets (docs/operations.md, "Choosing a backend")."""
     root = Path(__file__).resolve().parents[2]
     layout = re.compile(r"""["'/]\.pulumi["'/]|\.pulumi-tags|locks/organization|\.attrs["']""")
     wrong = []
     for top in ("reconciler", "stacks", "bench", "emulator"):
         for path in sorted((root / top).rglob("*.py")):
             text = path.read_text()
-            if path.name in STORE_MODULES and path.parent.name == "engine":
+            if path.name in STORE_MODULES and path.parent.name == "state":
                 continue
             code = "\n".join(
                 line for line in text.splitlines() if not line.lstrip().startswith(("#", "*"))
             )
             if layout.search(code):
                 wrong.append(f"{path.relative_to(root)} names the layout")
-            if re.search(r"state_(buckets|s3|postgres)\b", code) and path.name != "__init__.py":
+            if (
+                re.search(r"engine\.state\.(bucket|s3|postgres)\b", code)
+                and path.parent.name != "state"
+            ):
                 wrong.append(f"{path.relative_to(root)} uses a bucket")
     assert wrong == []
 

@@ -3,9 +3,9 @@
 Every ``up``, ``refresh`` and ``destroy`` makes the CLI add a history entry (a record and a copy of
 the checkpoint) and a checkpoint backup, and ``stack rm`` leaves the backups; nothing removes
 them. The engine prunes each stack to its newest ``keep`` entries and backups after each
-operation (:meth:`reconciler.engine.state_store.StateStore.prune`, the call
+operation (:meth:`reconciler.engine.state.store.StateStore.prune`, the call
 ``StackHandle.deadline`` makes) and removes what ``stack rm`` leaves
-(:meth:`~reconciler.engine.state_store.StateStore.remove_leftovers`). The operations here are
+(:meth:`~reconciler.engine.state.store.StateStore.remove_leftovers`). The operations here are
 real ``pulumi refresh`` runs of stacks of a project without resources (0.4 s each): the objects
 they write are those an engine operation writes, at a fraction of the time.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.engine.state_retention import retention_bound
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.retention import retention_bound
+from reconciler.engine.state.store import StateStore
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers

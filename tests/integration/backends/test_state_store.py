@@ -1,4 +1,4 @@
-"""reconciler.engine.state_store on each kind of backend, against what the real `pulumi` CLI wrote.
+"""reconciler.engine.state.store on each kind of backend, against what the real `pulumi` CLI wrote.
 
 The CLI (v3.259, the toolchain's) makes stacks, tags and locks on a `file://` folder, a real
 PostgreSQL (`postgres://`) and a real S3 server (MinIO, `s3://<bucket>/state`); the store must
@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from reconciler.engine.locks import clear_stale_locks, locked
 from reconciler.engine.recovery import (
     children_running,
     descendants,
     send_signal,
 )
-from reconciler.engine.state_store import BucketError, cli_settings, open_state_store
+from reconciler.engine.state.locks import clear_stale_locks, locked
+from reconciler.engine.state.store import BucketError, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers

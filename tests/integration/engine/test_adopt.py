@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.adopt import AdoptionFailedError, adopt, held_resources
-from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import AdoptionPlan, plan_adoption
-from reconciler.engine.adopt_preview import judge_preview
+from reconciler.engine.adopt.cloud import find_occm_objects
+from reconciler.engine.adopt.plan import AdoptionPlan, plan_adoption
+from reconciler.engine.adopt.preview import judge_preview
+from reconciler.engine.adopt.stack import AdoptionFailedError, adopt, held_resources
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.model import LoadBalancerSpec

@@ -2,7 +2,7 @@
 
 After a restart the housekeeper lists the cluster's stacks and the controller syncs every
 Service once. Neither may cost a `pulumi` start per stack: the listing is one `pulumi stack ls`
-(tags and locks through reconciler.engine.state_store), and an unchanged Service runs no `pulumi`
+(tags and locks through reconciler.engine.state.store), and an unchanged Service runs no `pulumi`
 at all (its tags say the spec is applied). A stale lock a killed process left on the shared
 backend is seen as such by the listing and removed by the next operation.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import socket
 
-from reconciler.engine.state_store import LockRecord
+from reconciler.engine.state.store import LockRecord
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, spec_for
 

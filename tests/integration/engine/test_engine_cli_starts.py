@@ -5,7 +5,7 @@ Each `pulumi` command costs about 0.45 s of start-up, so the engine avoids the o
 engine starts (the real processes still run) and check, with the real CLI, that the tags written
 as one file and the outputs taken from the engine events are what `pulumi stack tag ls` and
 `pulumi stack output` say, on each DIY backend (file://, postgres://, s3://: the tags through
-reconciler.engine.state_store) and on the CLI path other backends take.
+reconciler.engine.state.store) and on the CLI path other backends take.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from reconciler.engine.context import CLI_LOG_MAX_TOTAL_MB
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
 from tests.builders import stored_service
@@ -107,7 +107,8 @@ def test_create_noop_update_delete(
     created = stack.ensure(spec)
     assert created.changed
     on_create = list(starts)
-    # the password the engine encrypted itself, as the CLI reads it (reconciler.engine.passphrase)
+    # the password the engine encrypted itself, as the CLI reads it
+    # (reconciler.engine.state.passphrase)
     assert plain_config(env, stack, "openstack:password") == config.auth.password.reveal()
     sdk_outputs = plain(env, stack, "stack", "output")
     for key in ("lb_id", "vip_address", "floating_ip", "vip_subnet_id", "spec_hash"):

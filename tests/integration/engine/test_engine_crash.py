@@ -24,8 +24,8 @@ from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError
 from reconciler.engine.recovery import alive, children_running, descendants, start_time
 from reconciler.engine.stack import ServiceStack
-from reconciler.engine.state_buckets import FileBucket
-from reconciler.engine.state_store import BucketError, StateStore
+from reconciler.engine.state.bucket import FileBucket
+from reconciler.engine.state.store import BucketError, StateStore
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.annotations import CONNECTION_LIMIT

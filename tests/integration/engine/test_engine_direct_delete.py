@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.stack import Engine, ServiceStack
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 from tests.builders import stored_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import Env, only, spec_for

@@ -6,7 +6,7 @@ revert tasks leave the load balancer ACTIVE) or the load balancer in ``ERROR`` (
 flow); a child in the cloud that the state does not know (``it has children``, which was even
 classified as not retryable). The engine must delete its own load balancer with cascade, let
 the state forget what the cascade removed, and destroy the rest. The deletion tests here failed
-before that fix (reconciler/engine/cloud_delete.py); the emulator then put the load balancer in
+before that fix (reconciler/engine/delete/cloud.py); the emulator then put the load balancer in
 ERROR after a failed child flow too, which Octavia does not.
 
 Since the direct delete (one cascade ``DELETE``, docs/engine.md), a stack of only its own
@@ -121,7 +121,7 @@ def test_an_up_after_a_failed_listener_update_repairs_the_listener(
     """The load balancer is ACTIVE, so Octavia takes a new update of the listener in ERROR
     (only the LB's status is tested), but the provider waits for the listener to be ACTIVE
     before it sends one (terraform-provider-openstack ``resourceListenerV2Update``): without
-    the engine's repair (reconciler.engine.cloud_repair) every later ``up`` failed with
+    the engine's repair (reconciler.engine.delete.repair) every later ``up`` failed with
     "unexpected state 'ERROR'". The next ``ensure`` must make it ACTIVE again, with the
     Service's values, and the same listener (nothing replaced)."""
     env, admin = fault_env

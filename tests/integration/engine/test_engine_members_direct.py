@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine import members_direct, state_store
+from reconciler.engine import members_direct
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state import store as state_store
+from reconciler.engine.state.store import StateStore
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.annotations import CONNECTION_LIMIT
 from stacks.vocabulary import MEMBERS_TYPE

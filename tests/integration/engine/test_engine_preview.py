@@ -16,8 +16,8 @@ from typing import Any
 
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
-from reconciler.engine.state_buckets import FileBucket
-from reconciler.engine.state_store import StateStore, open_state_store
+from reconciler.engine.state.bucket import FileBucket
+from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.local.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, Env, spec_for

@@ -38,7 +38,7 @@ from emulator.cloud import EmulatorConfig
 from emulator.server import EmulatorHandle, start
 from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError, InvalidConfigError
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec

@@ -17,7 +17,7 @@ import pytest
 
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.stack import Engine
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.model.naming import lb_name
 from tests.builders import stored_service

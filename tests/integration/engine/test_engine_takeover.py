@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.engine.adopt import ExistingLoadBalancerError
+from reconciler.engine.adopt.stack import ExistingLoadBalancerError
 from tests import occm
 from tests.builders import stored_service
 from tests.emulated import connect

@@ -22,7 +22,7 @@ from reconciler.controller.backend import Failure, failure_of
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.recovery import alive, children_running
 from reconciler.engine.stack import ServiceStack
-from reconciler.engine.state_store import LockRecord
+from reconciler.engine.state.store import LockRecord
 from tests.builders import stored_service
 from tests.emulated import wait_until
 from tests.integration.engine.conftest import Env, only, spec_for

@@ -16,7 +16,7 @@ from emulator.faults import FaultConfig, FaultRule
 from emulator.server import EmulatorHandle, tls_context
 from reconciler.cli.main import main
 from reconciler.config import AuthConfig, parse_cloud_conf
-from reconciler.engine.openstack import LoginError, OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import LoginError, OpenStackRest, OpenStackRestError
 from reconciler.local.pki import PkiFiles, write_pki
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import FIP_TYPE, LISTENER_TYPE

@@ -1,11 +1,13 @@
 """The engine's connection to OpenStack: a keystoneauth1 session, its errors, its pages.
 
 keystoneauth1 (the library under openstacksdk and the ``openstack`` CLI) does the HTTP and the
-login, from the settings :mod:`.openstack_auth` reads out of cloud.conf ``[Global]``:
+login, from the settings :mod:`reconciler.engine.openstack.auth` reads out of cloud.conf
+``[Global]``:
 
-* Keystone v3 login (password, token, application credential; see :mod:`.openstack_auth`), the
-  token kept and renewed before it expires, and a new login when the cloud answers 401 to a
-  token it no longer honours (keystoneauth invalidates it and asks once more);
+* Keystone v3 login (password, token, application credential; see
+  :mod:`reconciler.engine.openstack.auth`), the token kept and renewed before it expires, and a new
+  login when the cloud answers 401 to a token it no longer honours (keystoneauth invalidates it and
+  asks once more);
 * the catalog's endpoint of each service for ``os-endpoint-type`` and ``region``;
 * ``ca-file``/``tls-insecure`` and the client certificate (``cert-file``, ``key-file``);
 * retries with exponential backoff (0.5 s, doubling; ``Retry-After`` honoured): of an answer 409
@@ -15,12 +17,13 @@ login, from the settings :mod:`.openstack_auth` reads out of cloud.conf ``[Globa
 * lists followed page by page through their ``<collection>_links`` (:meth:`CloudSession.pages`),
   so a cloud whose ``pagination_max_limit`` cuts them short is read whole.
 
-A failed request is an :class:`OpenStackRestError` with the cloud's ``status``, the method and
-path, and the cloud's own message (Octavia's ``faultstring``, Neutron's ``message``, Keystone's
+A failed request is an :class:`OpenStackRestError` with the cloud's ``status``, the method and path,
+and the cloud's own message (Octavia's ``faultstring``, Neutron's ``message``, Keystone's
 ``error.message``): the Warning Events quote it. Its ``failure_kind`` says how the controller
-retries it, as for the same answer reported by the provider (:func:`.errors.fault_class`). A
-login that fails is a :class:`LoginError` that names the settings used and what to check.
-The token and credentials are never logged nor put into a message.
+retries it, as for the same answer reported by the provider
+(:func:`reconciler.engine.errors.fault_class`). A login that fails is a :class:`LoginError` that
+names the settings used and what to check. The token and credentials are never logged nor put into a
+message.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from keystoneauth1.identity import v3
 from reconciler.config import AuthConfig
 from reconciler.engine.errors import FailureKind, fault_class
 from reconciler.engine.failure_text import CloudFault, body_message
-from reconciler.engine.openstack_auth import (
+from reconciler.engine.openstack.auth import (
     client_cert,
     interface_of,
     login_failure,

@@ -1,4 +1,5 @@
-"""Which stack locks are stale: the decision, pure. :mod:`.locks` lists and removes them.
+"""Which stack locks are stale: the decision, pure. :mod:`reconciler.engine.state.locks` lists and
+removes them.
 
 Pulumi's DIY backends (``file://``, ``s3://``, ``postgres://``...) lock a stack for every
 operation that writes its state (``up``, ``refresh``, ``destroy``, ``import``, ``stack rm``) by
@@ -11,12 +12,12 @@ its own name, and its PIDs mean nothing elsewhere.
 
 Who may decide, and how:
 
-* **The leader** (:func:`stale_for_leader`): the controller that holds the Lease is the only
-  writer of its cluster's stacks (the Lease guarantees one; every write is fenced by it, see
-  :mod:`.context`). So every lock of its stacks that is not held by one of its own live ``pulumi``
-  children is stale: a dead leader's, a crashed ``pulumi``'s, a person's killed command. Held by
-  a child means: written under this host's name, by a live child's PID, and not before that
-  child started (a PID reused by a later process does not inherit an older record).
+* **The leader** (:func:`stale_for_leader`): the controller that holds the Lease is the only writer
+  of its cluster's stacks (the Lease guarantees one; every write is fenced by it, see
+  :mod:`reconciler.engine.context`). So every lock of its stacks that is not held by one of its own
+  live ``pulumi`` children is stale: a dead leader's, a crashed ``pulumi``'s, a person's killed
+  command. Held by a child means: written under this host's name, by a live child's PID, and not
+  before that child started (a PID reused by a later process does not inherit an older record).
 * **Anyone else** (:func:`stale_for_bystander`): ``lb-reconciler preview``, ``stacks``,
   ``adopt`` and ``sweep``, run by a person or by CI, may share the backend with a live
   controller. They remove only what is provably stale: a record of this very host whose process

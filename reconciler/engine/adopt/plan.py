@@ -9,9 +9,10 @@ controller takes them over without recreating anything: a new load balancer woul
 IP address.
 
 The adoption's decisions, over plain dicts shaped like the Octavia and Neutron API's JSON (the
-reading is :mod:`reconciler.engine.adopt_cloud`, the stack work :mod:`reconciler.engine.adopt`):
+reading is :mod:`reconciler.engine.adopt.cloud`, the stack work
+:mod:`reconciler.engine.adopt.stack`):
 
-* which load balancer, and whether it is this cluster's: :mod:`reconciler.engine.ownership`;
+* which load balancer, and whether it is this cluster's: :mod:`reconciler.engine.adopt.ownership`;
 * :func:`plan_adoption` (here): which cloud object becomes which logical resource of the program
   (:mod:`stacks.vocabulary`: ``lb``, ``listener-<proto>-<port>``, ``pool-...``, ``members-...``,
   ``monitor-...``, ``fip``, ``fip-association``, ``sg``, ``sg-rule-...``). Listeners are matched
@@ -19,7 +20,7 @@ reading is :mod:`reconciler.engine.adopt_cloud`, the stack work :mod:`reconciler
   matches (the name is then an update). What the Service asks for and OCCM never made is
   created; what OCCM made and the Service no longer asks for is left alone and reported;
   anything ambiguous is a problem that stops the adoption of that Service;
-* whether the import's preview may be applied: :mod:`reconciler.engine.adopt_preview`.
+* whether the import's preview may be applied: :mod:`reconciler.engine.adopt.preview`.
 
 The Service's own load balancer id in ``loadbalancer.openstack.org/load-balancer-id`` (OCCM
 writes it, as the controller does) is not a request to share: the plan's spec drops it, and the

@@ -1,4 +1,4 @@
-"""Reading what OCCM made for one Service, for :mod:`reconciler.engine.adopt_plan` (GETs only, no
+"""Reading what OCCM made for one Service, for :mod:`reconciler.engine.adopt.plan` (GETs only, no
 decisions besides the one named there: which load balancer).
 
 The load balancer by its OCCM name (and the one the ``load-balancer-id`` annotation names);
@@ -10,9 +10,9 @@ Service's, when the Service manages one.
 
 from __future__ import annotations
 
-from reconciler.engine.adopt_plan import Chain, Found, Obj
-from reconciler.engine.openstack import OpenStackRest
-from reconciler.engine.ownership import choose_load_balancer
+from reconciler.engine.adopt.ownership import choose_load_balancer
+from reconciler.engine.adopt.plan import Chain, Found, Obj
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.model.spec import LoadBalancerSpec
 
 __all__ = ["find_occm_objects"]

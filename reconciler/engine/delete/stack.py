@@ -11,7 +11,7 @@
   balancer without deleting it takes its name off the load balancer's tags
   (:mod:`reconciler.engine.lb_tags`).
 * **What the recovery found**: objects an interrupted create made, never in the state, are
-  deleted directly (:func:`reconciler.engine.cloud_delete.delete_unadopted`). After an ``up``
+  deleted directly (:func:`reconciler.engine.delete.cloud.delete_unadopted`). After an ``up``
   that did not finish, that includes a load balancer or floating IP whose create answer was
   lost (no pending operation): looked for with the spec that ``up`` was given
   (:func:`reconciler.engine.lost.configured_spec`), only by this Service's own name and
@@ -19,15 +19,15 @@
 * **Protection**: the load balancer and floating IP are declared ``protect`` (an ``up`` never
   deletes or replaces them); their protection is lifted (``pulumi state unprotect --all``)
   right before ``destroy``, and again by the next attempt after a crash.
-* **Directly, as OCCM does** (:mod:`reconciler.engine.direct_delete`): when the state holds
+* **Directly, as OCCM does** (:mod:`reconciler.engine.delete.direct`): when the state holds
   only the tree of the stack's own load balancer and a floating IP
-  (:mod:`reconciler.engine.direct_delete_plan`), the load balancer is deleted with one cascade
+  (:mod:`reconciler.engine.delete.direct_plan`), the load balancer is deleted with one cascade
   ``DELETE``, then the floating IP unless kept, then the stack is removed in the backend: no
   ``destroy``, and no ``pulumi`` at all when the last operation finished. Checked and asked
   under the load balancer's lock, which a Service joining it holds for its ``up``.
 * **When destroy cannot go child by child** (a load balancer in ``ERROR``, a child the state
   does not know, a lost parent): the owned load balancer is deleted with cascade, the stack
-  refreshed and destroyed again (:mod:`reconciler.engine.cloud_delete`).
+  refreshed and destroyed again (:mod:`reconciler.engine.delete.cloud`).
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from dataclasses import dataclass, replace
 from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
-from reconciler.engine.cloud_delete import (
+from reconciler.engine.delete.cloud import (
     delete_unadopted,
     delete_unused,
     needs_cascade,
     retry_destroy_after_cascade,
 )
-from reconciler.engine.direct_delete import (
+from reconciler.engine.delete.direct import (
     cascade_own,
     delete_directly,
     delete_without_cli,
@@ -53,7 +53,7 @@ from reconciler.engine.direct_delete import (
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import others_on, remove_tag
-from reconciler.engine.openstack import OpenStackRest
+from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, applied_spec_from, outputs_from_tags
 from reconciler.engine.stack_meta import stacks_tagged
 from reconciler.model.naming import (
@@ -209,7 +209,7 @@ def _keep_as_asked(ss: StackHandle, stack: auto.Stack, *, keep: bool, applied: b
 
 def _cascade(ss: StackHandle, rest: OpenStackRest, stack: auto.Stack, lb_id: str) -> None:
     """Delete the stack's own load balancer with cascade (when it still exists), then refresh,
-    so the state forgets what the cascade removed (see cloud_delete). Refused, checked under
+    so the state forgets what the cascade removed (see delete.cloud). Refused, checked under
     the load balancer's lock right before the ``DELETE`` (:func:`cascade_own`), when a
     listener of another Service joined since: it would go with the cascade (retried soon; the
     next attempt releases the load balancer instead)."""
@@ -238,7 +238,7 @@ def _delete_released(ss: StackHandle, rest: OpenStackRest, lb_id: str) -> bool:
     not make (a user's own, reached through ``load-balancer-id``: OCCM's rule too), whatever
     happens to the Services on it. Each Service leaving takes its name, listeners and stack off
     before it looks, so of two leaving at the same moment the later one finds nobody; a
-    Service joining meanwhile keeps it (:func:`reconciler.engine.cloud_delete.delete_unused`)."""
+    Service joining meanwhile keeps it (:func:`reconciler.engine.delete.cloud.delete_unused`)."""
     if rest.listener_tags(lb_id):
         return False
     lb = rest.load_balancer(lb_id)

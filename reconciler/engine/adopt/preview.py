@@ -1,7 +1,7 @@
 """Whether an adoption's preview may be applied, and whether it took. Pure.
 
 :func:`judge_preview`: the preview of the import (``ServiceStack.preview(spec, imports=...)``)
-must import everything :func:`reconciler.engine.adopt_plan.plan_adoption` planned and replace or
+must import everything :func:`reconciler.engine.adopt.plan.plan_adoption` planned and replace or
 delete nothing; an in-place update (the Service asks for another algorithm, a Node was added) is
 refused unless the user allows updates. Pulumi no longer fails an import whose inputs differ from
 the object: it imports it and then updates it, so this check is what keeps "adopt" from changing
@@ -11,7 +11,7 @@ the Service's spec must change nothing.
 
 from __future__ import annotations
 
-from reconciler.engine.adopt_plan import AdoptionPlan
+from reconciler.engine.adopt.plan import AdoptionPlan
 from reconciler.engine.preview import REPLACING_OPS, PreviewOutcome, ResourceStep
 
 __all__ = ["judge_preview", "unchanged_problems"]

@@ -1,6 +1,6 @@
 """An ``s3://`` state backend's objects (AWS S3 or any S3 API: MinIO, Ceph RGW, Swift's s3api).
 
-See :mod:`reconciler.engine.state_buckets` for the rules every bucket follows; this one reaches the
+See :mod:`reconciler.engine.state.bucket` for the rules every bucket follows; this one reaches the
 objects with botocore, configured from the backend URL's gocloud parameters and the environment
 the ``pulumi`` CLI gets.
 """
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-from reconciler.engine.state_buckets import (
+from reconciler.engine.state.bucket import (
     BucketError,
     StoredObject,
     is_true,

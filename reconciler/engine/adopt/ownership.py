@@ -12,14 +12,14 @@ without any identity tag gets this cluster's after the adoption (:func:`records_
 :func:`choose_load_balancer` picks the one to adopt: the Service's own load balancer id in
 ``loadbalancer.openstack.org/load-balancer-id`` (OCCM writes it, as the controller does) is not
 a request to share; an annotation naming a load balancer that is not named for the Service means
-the Service shares it (:mod:`reconciler.engine.adopt_plan` then adopts only its listeners).
+the Service shares it (:mod:`reconciler.engine.adopt.plan` then adopts only its listeners).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconciler.engine.adopt_plan import Found, Obj
+from reconciler.engine.adopt.plan import Found, Obj
 from reconciler.model.annotations import LOAD_BALANCER_ID
 from reconciler.model.naming import (
     CLUSTER_ID_TAG_PREFIX,

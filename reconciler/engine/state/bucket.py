@@ -1,10 +1,10 @@
 """The objects of a Pulumi DIY backend, per kind of backend URL: list, read, write, delete.
 
-Only :mod:`reconciler.engine.state_store` uses the buckets (it says what the objects *mean*);
+Only :mod:`reconciler.engine.state.store` uses the buckets (it says what the objects *mean*);
 they say how a backend URL maps to objects, by the same rules the ``pulumi`` CLI (v3.259) follows
 through the gocloud blob library, so a key here is the key the CLI reads and writes. This module
-holds what every bucket shares and the ``file://`` one; :mod:`reconciler.engine.state_s3` and
-:mod:`reconciler.engine.state_postgres` the others:
+holds what every bucket shares and the ``file://`` one; :mod:`reconciler.engine.state.s3` and
+:mod:`reconciler.engine.state.postgres` the others:
 
 * ``file://<folder>``: the object ``k`` is the file ``<folder>/k``; the blob library keeps a
   ``<file>.attrs`` sidecar (content type, MD5) beside each, hidden from listings, removed with
@@ -22,7 +22,7 @@ holds what every bucket shares and the ``file://`` one; :mod:`reconciler.engine.
   what the URL leaves out, as for the CLI's driver.
 
 Any other scheme (Pulumi Cloud, ``gs://``, ``azblob://``) has no bucket here
-(:func:`reconciler.engine.state_store.open_state_store` returns None): the engine asks the CLI.
+(:func:`reconciler.engine.state.store.open_state_store` returns None): the engine asks the CLI.
 """
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ A few jobs, all about objects that no stack state records:
 * ``lb-reconciler adopt``: reading an OCCM load balancer and its children, its floating IP and
   security group (GETs only), so that they can be imported into the Service's stack.
 
-Every call goes through one :class:`~.openstack_session.CloudSession`: keystoneauth1, logged in
-with the cloud.conf ``[Global]`` settings the provider gets (:mod:`.openstack_auth`), the
-catalog's endpoints of ``os-endpoint-type`` in ``region``, TLS as configured, retries of 409 and
-5xx answers, every page of a list. A failure is an :class:`OpenStackRestError` with the cloud's
-status (``status``, ``not_found``, ``conflict``) and its own message; a failed login a
-:class:`LoginError` naming the settings to check. The token and credentials are never logged
-or put into exception messages.
+Every call goes through one :class:`~reconciler.engine.openstack.session.CloudSession`:
+keystoneauth1, logged in with the cloud.conf ``[Global]`` settings the provider gets
+(:mod:`reconciler.engine.openstack.auth`), the catalog's endpoints of ``os-endpoint-type`` in
+``region``, TLS as configured, retries of 409 and 5xx answers, every page of a list. A failure is an
+:class:`OpenStackRestError` with the cloud's status (``status``, ``not_found``, ``conflict``) and
+its own message; a failed login a :class:`LoginError` naming the settings to check. The token and
+credentials are never logged or put into exception messages.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.config import AuthConfig
-from reconciler.engine.openstack_session import CloudSession, LoginError, OpenStackRestError
+from reconciler.engine.openstack.session import CloudSession, LoginError, OpenStackRestError
 from reconciler.model.naming import floating_ip_to_delete
 from stacks.vocabulary import (
     FIP_TYPE,
@@ -85,8 +85,8 @@ _LINKS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 class OpenStackRest:
-    """The engine's OpenStack client: one :class:`~.openstack_session.CloudSession` (one login,
-    its token renewed when due) for all its calls, from any thread."""
+    """The engine's OpenStack client: one :class:`~reconciler.engine.openstack.session.CloudSession`
+    (one login, its token renewed when due) for all its calls, from any thread."""
 
     def __init__(self, *, auth: AuthConfig) -> None:
         self.auth = auth

@@ -9,8 +9,8 @@ nothing else is at stake (:func:`direct_deletion`): nothing pending, only the lo
 of the stack's own load balancer and a floating IP (with its association), nothing read from the
 cloud rather than made (``external``). Everything else (a security group, a shared or released
 load balancer, what a crash left) goes through ``destroy``
-(:mod:`reconciler.engine.delete`). The state stays the record: the stack is removed only after
-everything it lists is gone from the cloud (:mod:`reconciler.engine.direct_delete`).
+(:mod:`reconciler.engine.delete.stack`). The state stays the record: the stack is removed only after
+everything it lists is gone from the cloud (:mod:`reconciler.engine.delete.direct`).
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from reconciler.engine.adopt import resources_of
-from reconciler.engine.cloud_delete import attempts
+from reconciler.engine.adopt.stack import resources_of
+from reconciler.engine.delete.cloud import attempts
 from reconciler.engine.errors import UpTimeoutError
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from stacks.vocabulary import HEALTHMONITORS, LISTENERS, POOLS
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from reconciler.engine.errors import UpTimeoutError
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.model.naming import floating_ip_to_delete
 from stacks.vocabulary import (
     FIP_ASSOCIATION,

@@ -5,7 +5,7 @@ CLI (v3.259, ``pkg/backend/diy``) lays out as below; nothing in it is a public i
 other module of this project reads or writes these keys: they call :class:`StateStore`, which is
 tested on each kind of backend against objects the real CLI wrote
 (``tests/integration/backends/test_state_store.py``). How a URL maps to objects (a folder, an S3
-bucket and prefix, the rows of a PostgreSQL table) is :mod:`reconciler.engine.state_buckets`'s.
+bucket and prefix, the rows of a PostgreSQL table) is :mod:`reconciler.engine.state.bucket`'s.
 
 With ``.pulumi/meta.yaml`` = ``version: 1`` (what the CLI writes for every new backend; the
 older layout without project folders is refused, :meth:`StateStore.check_layout`)::
@@ -39,11 +39,11 @@ from typing import Any
 
 import yaml
 
-from reconciler.engine.lock_plan import LockRecord, parse_lock
-from reconciler.engine.state_buckets import Bucket, BucketError, FileBucket, StoredObject
-from reconciler.engine.state_postgres import PostgresBucket, cli_settings
-from reconciler.engine.state_retention import backups_to_prune, history_to_prune
-from reconciler.engine.state_s3 import S3Bucket
+from reconciler.engine.state.bucket import Bucket, BucketError, FileBucket, StoredObject
+from reconciler.engine.state.lock_plan import LockRecord, parse_lock
+from reconciler.engine.state.postgres import PostgresBucket, cli_settings
+from reconciler.engine.state.retention import backups_to_prune, history_to_prune
+from reconciler.engine.state.s3 import S3Bucket
 from stacks.vocabulary import PROJECT
 
 __all__ = [
@@ -97,7 +97,7 @@ def _lock_content() -> dict[str, Any]:
 
 def _lock(key: str, stack: str, data: bytes | None) -> LockRecord:
     """The record of a lock object's bytes (None: gone meanwhile; kept as unreadable, since
-    the CLI counts it): :func:`reconciler.engine.lock_plan.parse_lock`."""
+    the CLI counts it): :func:`reconciler.engine.state.lock_plan.parse_lock`."""
     text = data.decode(errors="replace") if data is not None else ""
     return parse_lock(text, stack=stack, key=key)
 
@@ -105,7 +105,7 @@ def _lock(key: str, stack: str, data: bytes | None) -> LockRecord:
 class StateStore:
     """A DIY backend's stacks, tags and locks for one project, on any bucket.
 
-    Every method may raise :class:`~reconciler.engine.state_buckets.BucketError` (the backend
+    Every method may raise :class:`~reconciler.engine.state.bucket.BucketError` (the backend
     is unreachable or refused); the message names the backend, never its password."""
 
     def __init__(self, bucket: Bucket, *, project: str = PROJECT) -> None:
@@ -278,7 +278,7 @@ class StateStore:
             found += self.bucket.list(prefix)
         return found
 
-    # --- retention (:mod:`reconciler.engine.state_retention` decides) -------------------------
+    # --- retention (:mod:`reconciler.engine.state.retention` decides) -------------------------
 
     def prune(self, stack: str, *, keep: int) -> int:
         """Remove ``stack``'s history entries and checkpoint backups beyond the newest

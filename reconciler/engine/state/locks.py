@@ -1,11 +1,11 @@
 """Stack locks on the backend: listing them, and removing the stale ones.
 
-Which locks are stale is :mod:`.lock_plan`'s decision (the leader's rule, or a bystander's);
-this module reads what it decides over (the lock records through
-:mod:`reconciler.engine.state_store`, the one module that knows where they are, on every DIY
+Which locks are stale is :mod:`reconciler.engine.state.lock_plan`'s decision (the leader's rule, or
+a bystander's); this module reads what it decides over (the lock records through
+:mod:`reconciler.engine.state.store`, the one module that knows where they are, on every DIY
 backend: ``file://``, ``s3://``, ``postgres://``; this process's live ``pulumi`` children; the
-stacks' tags) and removes what it names, with a warning each, as ``pulumi cancel`` would. A
-backend the store does not read (Pulumi Cloud, ``gs://``) lists nothing here: None.
+stacks' tags) and removes what it names, with a warning each, as ``pulumi cancel`` would. A backend
+the store does not read (Pulumi Cloud, ``gs://``) lists nothing here: None.
 
 * :func:`clear_stale_locks` with ``stack_name``: before each operation of that stack
   (:meth:`reconciler.engine.handle.StackHandle.open_stack`); without: at takeover, every lock of
@@ -20,14 +20,14 @@ import logging
 import socket
 from collections.abc import Sequence
 
-from reconciler.engine.lock_plan import (
+from reconciler.engine.processes import alive, pulumi_children
+from reconciler.engine.state.lock_plan import (
     LockRecord,
     of_cluster,
     stale_for_bystander,
     stale_for_leader,
 )
-from reconciler.engine.processes import alive, pulumi_children
-from reconciler.engine.state_store import StateStore
+from reconciler.engine.state.store import StateStore
 
 __all__ = ["clear_stale_locks", "list_locks", "locked"]
 
@@ -63,9 +63,9 @@ def clear_stale_locks(
     stack_name: str | None = None,
     cluster_name: str = "",
 ) -> list[LockRecord]:
-    """Remove the stale locks (:mod:`.lock_plan`) of stack ``stack_name``, or of every stack of
-    cluster ``cluster_name``; returns them. ``leader``: this process holds the Lease (the
-    leader's rule), else a bystander's."""
+    """Remove the stale locks (:mod:`reconciler.engine.state.lock_plan`) of stack ``stack_name``, or
+    of every stack of cluster ``cluster_name``; returns them. ``leader``: this process holds the
+    Lease (the leader's rule), else a bystander's."""
     locks = list_locks(store, stack_name=stack_name)
     if not locks or store is None:
         return []

@@ -1,16 +1,18 @@
 """Deleting a Service's stack as OCCM deletes a load balancer: one cascade ``DELETE`` of the
 stack's own load balancer, its floating IPs unless kept, then the stack; no ``destroy``.
 
-:mod:`.direct_delete_plan` decides from the stack's deployment whether that is safe (the state
-holds only that load balancer's tree and floating IPs, nothing pending). This module runs it:
+:mod:`reconciler.engine.delete.direct_plan` decides from the stack's deployment whether that is safe
+(the state holds only that load balancer's tree and floating IPs, nothing pending). This module runs
+it:
 
-* :func:`delete_without_cli`: when the backend is one the engine reads (:mod:`.state_store`)
-  and the stack's last operation finished (its tags hold the spec hash and the IDs), without one
-  ``pulumi`` start: the deployment and tags are read from the backend and the stack is removed
-  there (:meth:`~reconciler.engine.state_store.StateStore.remove_stack`, under a lock as
-  ``pulumi stack rm`` takes one).
-* :func:`delete_directly`: the deletion itself, which :mod:`.delete` also runs for a stack
-  opened with the CLI (its last operation did not finish: recovered first).
+* :func:`delete_without_cli`: when the backend is one the engine reads
+  (:mod:`reconciler.engine.state.store`) and the stack's last operation finished (its tags hold the
+  spec hash and the IDs), without one ``pulumi`` start: the deployment and tags are read from the
+  backend and the stack is removed there
+  (:meth:`~reconciler.engine.state.store.StateStore.remove_stack`, under a lock as ``pulumi stack
+  rm`` takes one).
+* :func:`delete_directly`: the deletion itself, which :mod:`reconciler.engine.delete.stack` also
+  runs for a stack opened with the CLI (its last operation did not finish: recovered first).
 
 Whether another Service is on the load balancer is asked before, and again right before the
 ``DELETE`` under the load balancer's lock, which a Service joining it holds for its ``up``
@@ -23,14 +25,14 @@ from __future__ import annotations
 
 import logging
 
-from reconciler.engine.cloud_delete import cascade_delete
-from reconciler.engine.direct_delete_plan import DirectDeletion, direct_deletion
+from reconciler.engine.delete.cloud import cascade_delete
+from reconciler.engine.delete.direct_plan import DirectDeletion, direct_deletion
 from reconciler.engine.errors import ConflictError
 from reconciler.engine.handle import StackHandle
 from reconciler.engine.lb_tags import others_on
-from reconciler.engine.openstack import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import HASH_TAG, outputs_from_tags
-from reconciler.engine.state_store import BucketError
+from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import FLOATINGIPS
 
 __all__ = [
@@ -47,9 +49,9 @@ log = logging.getLogger("reconciler.engine.stack")
 def direct_plan(
     ss: StackHandle, lb_id: str, keep_floating_ip: bool | None
 ) -> DirectDeletion | None:
-    """The direct deletion of the stack (:mod:`.direct_delete_plan`), from its deployment as
-    the backend holds it; None also for a backend the engine reads only through the CLI, or
-    when the engine is set to always ``destroy``."""
+    """The direct deletion of the stack (:mod:`reconciler.engine.delete.direct_plan`), from its
+    deployment as the backend holds it; None also for a backend the engine reads only through the
+    CLI, or when the engine is set to always ``destroy``."""
     store = ss.engine.store
     if store is None or not ss.engine.settings.direct_delete:
         return None
@@ -116,7 +118,7 @@ def delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) 
 
 def cascade_own(ss: StackHandle, rest: OpenStackRest, lb_id: str, *, level: int) -> None:
     """Delete the stack's own load balancer ``lb_id`` with cascade and wait until it is gone
-    (:func:`~reconciler.engine.cloud_delete.cascade_delete`), refused by
+    (:func:`~reconciler.engine.delete.cloud.cascade_delete`), refused by
     :func:`refuse_cascade_if_shared` checked right before the ``DELETE`` under the load
     balancer's lock, which a Service joining it holds for its ``up``: its listener is either
     seen by the check or made after the load balancer is ``PENDING_DELETE``. The one way

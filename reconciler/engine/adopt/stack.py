@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pulumi import automation as auto
 
-from reconciler.engine.adopt_cloud import find_occm_objects
-from reconciler.engine.adopt_plan import AdoptionPlan, plan_adoption
-from reconciler.engine.adopt_preview import judge_preview
+from reconciler.engine.adopt.cloud import find_occm_objects
+from reconciler.engine.adopt.ownership import foreign_problem
+from reconciler.engine.adopt.plan import AdoptionPlan, plan_adoption
+from reconciler.engine.adopt.preview import judge_preview
 from reconciler.engine.context import EngineContext
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.handle import quiet
-from reconciler.engine.ownership import foreign_problem
 from reconciler.engine.results import EnsureResult
 from stacks.vocabulary import (
     CONFIG_NAMESPACE,

@@ -1,8 +1,8 @@
 """How the engine's OpenStack client logs in and connects, from cloud.conf ``[Global]``. Pure.
 
-The same settings the OpenStack provider gets (:mod:`.provider_config`), read the way gophercloud
-reads them (the provider and OCCM both log in with it), so that the client works wherever the
-provider does:
+The same settings the OpenStack provider gets (:mod:`reconciler.engine.provider_config`), read the
+way gophercloud reads them (the provider and OCCM both log in with it), so that the client works
+wherever the provider does:
 
 * **how to log in** (:func:`login_method`): a password (``user-id`` or ``username`` with
   ``user-domain-*``/``domain-*``, scoped to ``tenant-id`` or ``tenant-name`` with

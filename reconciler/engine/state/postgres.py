@@ -1,6 +1,6 @@
 """A ``postgres://`` state backend's objects: the rows of Pulumi's DIY PostgreSQL backend.
 
-See :mod:`reconciler.engine.state_buckets` for the rules every bucket follows. The table layout is
+See :mod:`reconciler.engine.state.bucket` for the rules every bucket follows. The table layout is
 the CLI's (``pkg/backend/diy/postgres/schema.sql`` of pulumi v3.259): ``key TEXT PRIMARY KEY, data
 JSON NOT NULL, updated_at TIMESTAMPTZ``, ``data = {"data": "<base64 of the bytes>"}``; the table
 is the URL's ``table`` parameter (default ``pulumi_state``), which the CLI creates when it first
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from reconciler.engine.state_buckets import BucketError, StoredObject, redacted_url, url_query
+from reconciler.engine.state.bucket import BucketError, StoredObject, redacted_url, url_query
 
 __all__ = ["POSTGRES_CLI_SETTINGS", "PostgresBucket", "cli_settings"]
 
