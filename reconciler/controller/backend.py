@@ -42,6 +42,7 @@ Service) to the Protocol. ``ensure`` returns the engine's own
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
 __all__ = ["Failure", "LoadBalancerEngine", "PulumiEngine", "failure_of"]
+
+_log = logging.getLogger(__name__)
 
 
 class LoadBalancerEngine(Protocol):
@@ -83,9 +86,9 @@ class LoadBalancerEngine(Protocol):
         ...
 
     def take_over(self) -> Sequence[str]:
-        """Before the first operation as the leader: remove the locks no operation of this
-        process holds (a dead leader's); returns the stacks whose locks were removed. May also
-        warm up what the first operations would pay for."""
+        """Before the first operation as the leader: remove the stale stack locks (a dead or
+        deposed replica's, a dead process's of this host; never a person's); returns the stacks
+        whose locks were removed. May also warm up what the first operations would pay for."""
         ...
 
 
@@ -137,7 +140,13 @@ class PulumiEngine:
         self._engine.cancel()
 
     def take_over(self) -> Sequence[str]:
-        cleared = [lock.stack for lock in self._engine.take_over()]
+        taken = self._engine.take_over()
+        if taken.foreign:  # each is reported on its Service when its next operation needs it
+            _log.warning(
+                "stack locks left to their holders (not this controller's)",
+                extra={"locks": [f"{lock.stack}: {lock.describe()}" for lock in taken.foreign]},
+            )
+        cleared = [lock.stack for lock in taken.removed]
         # what the first new stacks would pay (the key, a new backend's setup: Engine.warm_up),
         # paid before the first sync: about 0.25 CPU seconds, 0.3 s more on a new backend
         self._engine.warm_up()

@@ -32,6 +32,11 @@ Timing guarantees, assuming only electors write the Lease and clocks tick at the
   leader stopped renewing, typically about ``lease_duration + 2 x retry_period``. A released
   Lease (empty holder) is taken over at the next poll, within ``2.2 x retry_period``.
 
+**Who held it.** Each replica, as it takes (or first renews) the Lease, adds itself to the
+annotation ``lb-reconciler.io/holders`` (:mod:`.lease_holders`): its identity and the hostname
+its ``pulumi`` children write into their stack locks. The leader reads it to tell the locks of
+its cluster's other replicas from anyone else's (:mod:`reconciler.engine.state.lock_plan`).
+
 On stop (or loss) the elector releases the Lease first, when ``release_on_cancel``, and then
 calls ``on_stopped_leading``, as client-go does: ``is_leader()`` is already false then, but work
 still in flight may overlap a successor's start. ``on_started_leading`` runs on the elector's
@@ -54,11 +59,20 @@ from enum import Enum
 from typing import Any
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
+from reconciler.controller.lease_holders import (
+    HOLDERS,
+    Holder,
+    holders_json,
+    holders_of,
+    with_holder,
+)
 
 __all__ = [
+    "HOLDERS",
     "JITTER_FACTOR",
     "Action",
     "Decision",
+    "Holder",
     "LeaderElector",
     "LeaseRecord",
     "Observation",
@@ -162,16 +176,25 @@ def decide(
     observed: Observation | None,
     now: float,
     wall_now: datetime,
+    hostname: str = "",
 ) -> Decision:
-    """What to do with ``lease`` (``None``: absent). ``now`` is the local monotonic time."""
+    """What to do with ``lease`` (``None``: absent). ``now`` is the local monotonic time.
+    ``hostname``: what this replica's ``pulumi`` children write into stack locks; given, a
+    write also records us among the Lease's holders (:data:`HOLDERS`) when it does not yet."""
     stamp = micro_time(wall_now)
     duration = math.ceil(lease_duration)  # never advertise less than we rely on
+    holders = holders_of(lease)
+    added = with_holder(holders, Holder(identity, hostname)) if hostname else holders
+    annotations = {HOLDERS: holders_json(added)} if added != holders else {}
     if lease is None:
         mine = LeaseRecord(identity, duration, stamp, stamp, 0)
+        meta: dict[str, Any] = {"name": name}
+        if annotations:
+            meta["annotations"] = annotations
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": name},
+            "metadata": meta,
             "spec": mine.spec(),
         }
         return Decision(Action.CREATE, None, body, "no lease")
@@ -190,7 +213,10 @@ def decide(
         action = Action.TAKE_OVER
         reason = f"expired (held by {record.holder})" if record.holder else "released"
         mine = LeaseRecord(identity, duration, stamp, stamp, record.transitions + 1)
-    body = {"metadata": {"resourceVersion": rv}, "spec": mine.spec()}
+    metadata: dict[str, Any] = {"resourceVersion": rv}
+    if annotations:
+        metadata["annotations"] = annotations
+    body = {"metadata": metadata, "spec": mine.spec()}
     return Decision(action, seen, body, reason)
 
 
@@ -223,6 +249,7 @@ class LeaderElector:
         release_on_cancel: bool = True,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        hostname: str = "",
     ) -> None:
         validate_timings(lease_duration, renew_deadline, retry_period)
         if not (namespace and name and identity):
@@ -234,6 +261,8 @@ class LeaderElector:
         self._on_started, self._on_stopped = on_started_leading, on_stopped_leading
         self._release_on_cancel = release_on_cancel
         self._clock, self._wall_clock = clock, wall_clock
+        self._hostname = hostname  # recorded among the Lease's holders (HOLDERS)
+        self._holders: tuple[Holder, ...] = ()  # as the Lease named them at our last write
         self._observed: Observation | None = None
         self._valid_until: float | None = None  # leading until then (monotonic), unless renewed
         self._extra = {"lease": f"{namespace}/{name}", "identity": identity}
@@ -241,6 +270,23 @@ class LeaderElector:
     def is_leader(self) -> bool:
         until = self._valid_until
         return until is not None and self._clock() < until
+
+    def remaining(self) -> float:
+        """Seconds until :meth:`is_leader` turns false unless the Lease is renewed first (0
+        when not leading): a write that cannot end before then must not start."""
+        until = self._valid_until
+        return max(0.0, until - self._clock()) if until is not None else 0.0
+
+    def epoch(self) -> int:
+        """The Lease's ``leaseTransitions`` as we hold it: one more at every change of holder,
+        so it names this leader's term (for the log of every backend write)."""
+        observed = self._observed
+        return observed.record.transitions if observed is not None else 0
+
+    def replica_hosts(self) -> frozenset[str]:
+        """The hostnames of the Lease's other holders (:data:`HOLDERS`), as it named them at
+        our last write: the replicas whose stack locks are stale while we lead."""
+        return frozenset(h.hostname for h in self._holders if h.identity != self._identity)
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(
@@ -309,6 +355,7 @@ class LeaderElector:
                 observed=self._observed,
                 now=self._clock(),
                 wall_now=self._wall_clock(),
+                hostname=self._hostname,
             )
             self._observed = decision.observation
             if decision.body is None:
@@ -324,6 +371,7 @@ class LeaderElector:
             return False
         rv = str(written.get("metadata", {}).get("resourceVersion") or "")
         self._observed = Observation(LeaseRecord.of(written), self._clock(), rv)
+        self._holders = holders_of(written)
         return True
 
     def _release(self) -> None:

@@ -89,6 +89,10 @@ __all__ = ["Controller", "Retry", "Settle", "SyncOutcome", "settle"]
 
 _log = logging.getLogger(__name__)
 
+# the Warning reason of a sync refused by a stack lock that is not this controller's
+# (reconciler.engine.errors.StackLockedError's event_reason)
+HELD_BY_OTHERS = "StackLocked"
+
 
 _RESULTS = {
     None: "success",
@@ -158,6 +162,8 @@ class Controller:
         self._node_fp: frozenset[tuple[Any, ...]] | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
+        self._held: set[str] = set()  # keys whose stack a holder not this controller's locks
+        self._held_lock = threading.Lock()
         self.metrics = metrics or Metrics()
         self._engine = InstrumentedEngine(engine, self.metrics)
         self.metrics.set_queue_depth_source(self.queue.depth)
@@ -290,7 +296,7 @@ class Controller:
             return
         if cleared:
             _log.warning(
-                "removed stack locks no operation of this leader holds (a previous leader's)",
+                "removed stale stack locks (a dead or deposed replica's, a dead process's)",
                 extra={"stacks": sorted(set(cleared))},
             )
 
@@ -339,6 +345,7 @@ class Controller:
                 self.queue.done(key)
 
     def _settle(self, key: str, outcome: SyncOutcome) -> None:
+        self._count_held(key, held=outcome.reason == HELD_BY_OTHERS)
         plan = settle(outcome.failure)
         if plan.retry is Retry.FORGET:
             self.queue.forget(key)
@@ -355,8 +362,20 @@ class Controller:
         _log.warning("sync failed", extra=extra)
         if outcome.service is None or self._stopping.is_set():
             return  # no Service to attach it to (an orphan), or our own shutdown's doing
-        event = failure_event(action=outcome.action, error=outcome.error, retry_in=retry)
+        event = failure_event(
+            action=outcome.action, error=outcome.error, retry_in=retry, reason=outcome.reason
+        )
         self._recorder.record(outcome.service, event)
+
+    def _count_held(self, key: str, *, held: bool) -> None:
+        """``lbr_stacks_held_by_others``: the Services whose last sync found their stack locked
+        by a holder that is not this controller."""
+        with self._held_lock:
+            if held:
+                self._held.add(key)
+            else:
+                self._held.discard(key)
+            self.metrics.set_stacks_held_by_others(len(self._held))
 
     # -- one sync -----------------------------------------------------------------------------
 

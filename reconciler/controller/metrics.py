@@ -22,8 +22,11 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 * ``lbr_fenced_total{at}``: work refused because this replica no longer holds the lease
   (``sync``: a sync not started; ``operation``: an engine write refused or a running operation
   killed);
-* ``lbr_stale_locks_cleared_total``: stack locks a new leader removed at takeover (a dead
-  leader's).
+* ``lbr_stale_locks_cleared_total``: stack locks a new leader removed at takeover (a dead or
+  deposed replica's, a dead process's of this host);
+* ``lbr_stacks_held_by_others``: Services whose last sync found their stack locked by a holder
+  that is not this controller (a person's or CI's ``pulumi``), which it never removes: each has
+  a Warning ``StackLocked`` naming the holder.
 
 ``result`` of a reconcile is one of ``success``, ``retry`` (retried soon: a routine wait),
 ``error`` (backed off) and ``invalid`` (the Service's input is wrong; no retry until it changes).
@@ -173,6 +176,12 @@ class Metrics:
             "until a check finds none, repair mode: until the up that repairs).",
             registry=r,
         )
+        self._held = Gauge(
+            "lbr_stacks_held_by_others",
+            "Services whose last sync found their stack locked by a holder that is not this "
+            "controller (a person's or CI's pulumi); each has a Warning StackLocked.",
+            registry=r,
+        )
         self._leader = Gauge(
             "lbr_leader", "1 while this replica holds the leader lease, else 0.", registry=r
         )
@@ -243,6 +252,9 @@ class Metrics:
 
     def set_drifted_stacks(self, count: int) -> None:
         self._drifted.set(count)
+
+    def set_stacks_held_by_others(self, count: int) -> None:
+        self._held.set(count)
 
     # -- leader election ---------------------------------------------------------------------
 

@@ -21,13 +21,13 @@ stop (SIGTERM, SIGINT, or leadership lost)
 A follower is ready (it is a healthy standby); a leader is ready once its caches are synced.
 
 Leadership is checked at every write, not only when the elector's thread notices a loss:
-:class:`Leadership` is what the controller and the engine ask (the Lease held and renewed within
-the renew deadline, by this process's own clock), so a process that was frozen (SIGSTOP, a paused
-VM) and resumes after a new leader took over refuses to write from its first instruction on,
-and kills a ``pulumi`` child it had running. When it takes the Lease, the controller clears the
-stacks' locks that no operation of this process holds before its first operation
-(:meth:`reconciler.controller.loop.Controller.start`). Every update it makes carries its identity
-as the message (``pulumi stack history``).
+:class:`~reconciler.controller.leadership.Leadership` is what the controller and the engine ask (the
+Lease held and renewed within the renew deadline, by this process's own clock), so a process that
+was frozen (SIGSTOP, a paused VM) and resumes after a new leader took over refuses to write from its
+first instruction on, and kills a ``pulumi`` child it had running. When it takes the Lease, the
+controller clears the stacks' locks that no operation of this process holds before its first
+operation (:meth:`reconciler.controller.loop.Controller.start`). Every update it makes carries its
+identity as the message (``pulumi stack history``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ import os
 import signal
 import socket
 import threading
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +47,7 @@ from reconciler.controller.health import HealthServer
 from reconciler.controller.housekeeping import HousekeepingSettings
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 from reconciler.controller.kubeconfig import api_client
+from reconciler.controller.leadership import Leadership, default_identity
 from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
@@ -58,7 +57,7 @@ from reconciler.engine.state.retention import DEFAULT_KEEP
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
 
-__all__ = ["Leadership", "RunOptions", "run"]
+__all__ = ["RunOptions", "run"]
 
 _log = logging.getLogger(__name__)
 
@@ -87,30 +86,8 @@ class RunOptions:
     housekeeping: HousekeepingSettings = field(default_factory=HousekeepingSettings)
     shutdown_grace: float = 30.0
     keep_history: int = DEFAULT_KEEP  # history entries and backups kept per stack
-
-
-def _identity(options: RunOptions) -> str:
-    return (
-        options.identity
-        or os.environ.get("POD_NAME")
-        or (f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
-    )
-
-
-class Leadership:
-    """Whether this process may write now. With leader election: it holds the Lease and its
-    last renewal started less than the renew deadline ago (``LeaderElector.is_leader``); before
-    the elector exists, no. Without: always (one replica, the only writer)."""
-
-    def __init__(self, *, elect: bool) -> None:
-        self._elect = elect
-        self.elector: LeaderElector | None = None
-
-    def __call__(self) -> bool:
-        if not self._elect:
-            return True
-        elector = self.elector
-        return elector is not None and elector.is_leader()
+    # remove a stack lock that is not this controller's once it is this old (None: never)
+    foreign_lock_timeout: float | None = None
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -188,9 +165,10 @@ def pulumi_engine(
     state_dir: Path,
     backend_url: str,
     cluster_id: str = "",
-    leading: Callable[[], bool] | None = None,
+    leading: Leadership | None = None,
     writer: str = "",
     keep_history: int = DEFAULT_KEEP,
+    foreign_lock_timeout: float | None = None,
 ) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -205,6 +183,7 @@ def pulumi_engine(
         cluster_id=cluster_id,
         writer=writer,
         keep_history=keep_history,
+        foreign_lock_timeout=foreign_lock_timeout,
     )
     return Engine(settings=settings, leading=leading)
 
@@ -227,7 +206,7 @@ def run(
         )
         return EXIT_CONFIG
     kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))
-    identity = _identity(options)
+    identity = options.identity or default_identity()
     leadership = Leadership(elect=options.leader_elect)
     if engine is None:
         core = pulumi_engine(
@@ -239,6 +218,7 @@ def run(
             leading=leadership,
             writer=f"lb-reconciler run, replica {identity}",
             keep_history=options.keep_history,
+            foreign_lock_timeout=options.foreign_lock_timeout,
         )
         failed = cloud_login(core)
         if failed is not None:
@@ -367,6 +347,7 @@ class _Process:
                 retry_period=options.retry_period,
                 on_started_leading=self._started_leading,
                 on_stopped_leading=self._stopped_leading,
+                hostname=socket.gethostname(),  # what this process's pulumi children write
             )
             self._leadership.elector = elector
             _log.info(

@@ -49,6 +49,9 @@ class SyncOutcome:
     error: str = ""
     service: Mapping[str, Any] | None = None
     action: Action = Action.IGNORE
+    # the Warning's reason when the failure names one (the engine error's ``event_reason``,
+    # e.g. StackLocked); "": SyncLoadBalancerFailed
+    reason: str = ""
 
     @property
     def ok(self) -> bool:
@@ -140,7 +143,9 @@ class ServiceSync:
     def _engine_failure(
         self, exc: Exception, service: Mapping[str, Any] | None, action: Action
     ) -> SyncOutcome:
-        return SyncOutcome(failure_of(exc), str(exc) or type(exc).__name__, service, action)
+        reason = str(getattr(exc, "event_reason", "") or "")
+        error = str(exc) or type(exc).__name__
+        return SyncOutcome(failure_of(exc), error, service, action, reason)
 
     def _patch_fresh(
         self,

@@ -307,20 +307,22 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
 # -- failures ---------------------------------------------------------------------------------
 
 
-def failure_event(*, action: Action, error: str, retry_in: float | None) -> Event:
+def failure_event(*, action: Action, error: str, retry_in: float | None, reason: str = "") -> Event:
     """Upstream's ``Error syncing load balancer: failed to ... load balancer: <err>``, plus when
     the next attempt is, so a user knows whether to wait or to act.
 
     ``<err>`` is the first line of ``error``: an engine error puts the cloud's own message there
     (:func:`reconciler.engine.failure_text.describe`) and pulumi's error lines after it, for the
     log. It is clipped so that the retry time always shows; the message stays the same from one
-    attempt to the next while the cloud says the same, so Events aggregate (a count)."""
+    attempt to the next while the cloud says the same, so Events aggregate (a count).
+    ``reason``: the failure's own (``StackLocked``: the message says it all, without upstream's
+    words); "" for ``SyncLoadBalancerFailed``."""
     verb = "delete" if action is Action.CLEANUP else "ensure"
-    head = f"Error syncing load balancer: failed to {verb} load balancer: "
+    head = "" if reason else f"Error syncing load balancer: failed to {verb} load balancer: "
     tail = f"; retrying in {retry_in:g}s" if retry_in is not None else ""
     lines = error.strip().splitlines()
     said = lines[0].strip() if lines else "unknown error"
     room = MAX_MESSAGE - len(head) - len(tail)
     if len(said) > room:
         said = said[: room - 3] + "..."
-    return Event(WARNING, "SyncLoadBalancerFailed", head + said + tail)
+    return Event(WARNING, reason or "SyncLoadBalancerFailed", head + said + tail)

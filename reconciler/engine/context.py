@@ -25,9 +25,11 @@ from __future__ import annotations
 import logging
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from pulumi import automation as auto
@@ -46,6 +48,7 @@ from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import secret_values
 from reconciler.engine.redact import redact
+from reconciler.engine.state.locks import LeaderRule
 from reconciler.engine.state.passphrase import PassphraseKey
 from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.engine.state.store import (
@@ -58,7 +61,7 @@ from reconciler.engine.state.store import (
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
-__all__ = ["EngineCommand", "EngineContext", "EngineSettings"]
+__all__ = ["EngineCommand", "EngineContext", "EngineSettings", "Term"]
 
 log = logging.getLogger("reconciler.engine.context")
 
@@ -115,10 +118,31 @@ class EngineSettings:
     # Who runs the operations, the message of every update in the stack's history
     # (`pulumi stack history`), e.g. "lb-reconciler run <identity>"; "": none
     writer: str = ""
+    # seconds after which a lock that is not this controller's (a person's, CI's) is removed
+    # all the same (--foreign-lock-timeout); None: never (state.lock_plan)
+    foreign_lock_timeout: float | None = None
 
     @property
     def backend(self) -> str:
         return self.backend_url or (self.state_dir / "backend").absolute().as_uri()
+
+
+@runtime_checkable
+class Term(Protocol):
+    """What a controller's engine may ask of its process's hold on the Lease, besides whether
+    it leads now (``leading()``, the call itself): seconds left unless renewed (a write that
+    cannot end before then must not start), the term (the Lease's ``leaseTransitions``), and
+    the hostnames of this controller's other replicas (past holders of the Lease), whose stack
+    locks a leader removes (:mod:`.state.lock_plan`). The runner's
+    :class:`~reconciler.controller.leadership.Leadership` is one."""
+
+    def __call__(self) -> bool: ...
+
+    def remaining(self) -> float: ...
+
+    def epoch(self) -> int: ...
+
+    def replica_hosts(self) -> Collection[str]: ...
 
 
 class EngineCommand(auto.PulumiCommand):
@@ -154,6 +178,8 @@ class EngineContext:
     ) -> None:
         self.settings = settings
         self.leading = leading
+        # what a controller knows of its term besides "leading now" (the runner's Leadership)
+        self.term = leading if isinstance(leading, Term) else None
         use_own_connections()  # before any inline program runs (.program_channels)
         self._secrets = [*secret_values(settings.auth), settings.passphrase.reveal()]
         settings.state_dir.mkdir(parents=True, exist_ok=True)  # work folders; CLI calls run here
@@ -200,7 +226,7 @@ class EngineContext:
         the stacks this process creates (:class:`PassphraseKey`, about 0.25 CPU seconds) and,
         on a backend no CLI has opened yet, its setup by one ``pulumi stack ls`` (until then a
         new stack is made by ``stack init`` and ``config set``, about 1 s more: see
-        :meth:`StateStore.create_stack`). A failure is logged; the first operation pays then."""
+        :func:`.state.stacks.create_stack`). A failure is logged; the first operation pays then."""
         try:
             store = self.store
             if store is None or self.settings.secrets_provider != "passphrase":
@@ -240,6 +266,17 @@ class EngineContext:
         Lease (it clears every lock its own operations do not hold:
         :mod:`.state.lock_plan`)."""
         return self.leading is not None and self.leading()
+
+    def lock_rule(self) -> LeaderRule | None:
+        """The leader's rule for stack locks when this process leads (with what it knows of its
+        cluster's other replicas), else None: a bystander's (:mod:`.state.lock_plan`)."""
+        if not self.is_leader():
+            return None
+        timeout = self.settings.foreign_lock_timeout
+        return LeaderRule(
+            replicas=tuple(self.term.replica_hosts()) if self.term is not None else (),
+            foreign_timeout=timedelta(seconds=timeout) if timeout else None,
+        )
 
     def fence(self, doing: str, *, stack: str = "") -> None:
         """Refuse ``doing`` (raise :class:`~reconciler.engine.errors.NotLeaderError`) when this

@@ -21,7 +21,7 @@ __all__ = ["check_drift"]
 
 def check_drift(ss: StackHandle) -> DriftReport:
     """What differs between the cloud and the stack's state; an empty report without a stack."""
-    stack = ss.open_stack(create=False)
+    stack = ss.open_stack(create=False, writes=False)
     if stack is None:
         return DriftReport()
     found: list[DriftedResource] = []

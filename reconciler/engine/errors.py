@@ -12,6 +12,8 @@ controller), so that mapping is here, once, beside the class it is about:
 * :class:`InterruptedOperationError` (``retry_soon``: no Event, retry in seconds): the controller
   is stopping; :class:`NotLeaderError`, one of them: this process no longer holds the Lease, so
   it refused to write (or killed its running operation); the new leader does the work;
+* :class:`StackLockedError` (``backoff``): the stack is locked by a holder this controller
+  cannot prove is its own (a person's or CI's ``pulumi``): never taken, reported by name;
 * :class:`UpTimeoutError` (``backoff``): an operation or a wait for the cloud ran past its
   deadline;
 * :class:`CloudUnavailableError` (``backoff``): the cloud answered 5xx, 408 or 429, or could not
@@ -58,6 +60,7 @@ __all__ = [
     "InvalidConfigError",
     "NotLeaderError",
     "QuotaError",
+    "StackLockedError",
     "UpTimeoutError",
     "engine_error",
     "error_class",
@@ -83,6 +86,16 @@ class EngineError(Exception):
 class ConflictError(EngineError):
     reason = "Conflict"
     failure_kind: FailureKind = "busy"
+
+
+class StackLockedError(EngineError):
+    """The stack is locked by a holder this controller cannot prove is its own (a person's or
+    CI's ``pulumi``, another cluster's controller, a record it cannot read): the lock is never
+    taken; the Service gets a Warning ``StackLocked`` naming the holder and how to free a dead
+    one, and the operation is retried with backoff (:mod:`reconciler.engine.state.lock_plan`)."""
+
+    reason = "StackLocked"
+    event_reason = "StackLocked"  # the Warning's reason (else SyncLoadBalancerFailed)
 
 
 class UpTimeoutError(EngineError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
@@ -19,7 +19,7 @@ from pulumi.automation._stack import StackInitMode  # the mode Stack.select give
 
 from reconciler.engine.context import EngineContext
 from reconciler.engine.delete.cloud import delete_unadopted
-from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.errors import InterruptedOperationError, StackLockedError
 from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.plan import applied_spec_from, resource_urn, stack_name, stack_tags
@@ -31,8 +31,10 @@ from reconciler.engine.stack_meta import (
     plain_outputs,
     run_cli,
 )
+from reconciler.engine.state.lock_plan import LockRecord, held_message
 from reconciler.engine.state.locks import clear_stale_locks
-from reconciler.engine.state.store import BucketError
+from reconciler.engine.state.stacks import create_stack, prune, remove_leftovers
+from reconciler.engine.state.store import ORGANIZATION, BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -91,32 +93,43 @@ class StackHandle:
             secrets_provider=self.engine.settings.secrets_provider,
         )
 
-    def open_stack(self, *, create: bool) -> auto.Stack | None:
+    def open_stack(self, *, create: bool, writes: bool = True) -> auto.Stack | None:
         """Select the stack (None when there is none), or with ``create`` select or create it;
         :attr:`created` says whether it was just created. Every operation starts here, with
-        :meth:`check_stack`."""
-        exists = self.check_stack(create=create)
+        :meth:`check_stack` (``writes``: the operation writes the state, so takes its lock)."""
+        exists = self.check_stack(create=create, writes=writes)
         return None if exists is False and not create else self.select_stack(exists, create)
 
-    def check_stack(self, *, create: bool = False) -> bool | None:
+    def check_stack(self, *, create: bool = False, writes: bool = True) -> bool | None:
         """Whether the stack exists (None: a backend the store does not read, ask the CLI), after
         the checks every operation starts with: a controller that no longer leads is refused
         (:meth:`EngineContext.fence`), and the stack's stale locks are cleared
-        (:mod:`.state.lock_plan`: every lock not held by this leader's own
-        ``pulumi`` children; for anyone else, only a dead process's of this host), unless there is
-        no stack to open."""
+        (:mod:`.state.lock_plan`: for the leader, its own dead operations', a dead or deposed
+        replica's, and those past ``--foreign-lock-timeout``; for anyone else, only a dead
+        process's of this host), unless there is no stack to open. An operation that
+        ``writes`` is refused with :class:`StackLockedError` while a lock that is not this
+        controller's holds the stack (a person's or CI's ``pulumi``): it waits for its holder."""
         self.engine.fence("opening", stack=self.name)
         self.created = False
         try:
             store = self.engine.store
             exists = store.stack_exists(self.name) if store is not None else None
-            if exists is not False or create:
-                leader = self.engine.is_leader()
-                clear_stale_locks(store=store, stack_name=self.name, leader=leader)
-                repair_torn_sidecars(store=store, stack_name=self.name)
+            if exists is False and not create:
+                return exists
+            rule = self.engine.lock_rule()
+            cleared = clear_stale_locks(store=store, stack_name=self.name, rule=rule)
+            if writes and cleared.foreign and store is not None:
+                raise self.held_by(cleared.foreign, backend=store.url)
+            repair_torn_sidecars(store=store, stack_name=self.name)
         except BucketError as exc:
             raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
         return exists
+
+    def held_by(self, locks: Sequence[LockRecord], *, backend: str) -> StackLockedError:
+        """The refusal of an operation while ``locks``, not this controller's, hold the stack
+        (``backend``: its URL without a password)."""
+        fqn = f"{ORGANIZATION}/{PROJECT}/{self.name}"
+        return StackLockedError(held_message(fqn, locks, backend=backend), stack=self.name)
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
         """The stack opened after :meth:`check_stack` said ``exists``: one the backend holds
@@ -157,7 +170,7 @@ class StackHandle:
     def create_directly(self) -> bool:
         """Make the stack as ``pulumi stack init`` does, with no ``pulumi`` start (about 0.6 s
         and 0.6 CPU seconds saved per new Service): its checkpoint in the backend
-        (:meth:`StateStore.create_stack`), its settings file with this process's salt
+        (:func:`.state.stacks.create_stack`), its settings file with this process's salt
         (:mod:`.state.passphrase`), so that ``configure`` encrypts its secrets
         itself too. False, nothing made, for a backend the store does not write, another
         secrets provider than ``passphrase``, or a stack made meanwhile: ask the CLI."""
@@ -166,7 +179,7 @@ class StackHandle:
             return False
         engine.fence("creating the stack", stack=self.name)
         try:
-            made = store.create_stack(self.name)
+            made = create_stack(store, self.name)
         except BucketError as exc:
             raise engine.error(exc, stack=self.name, doing="creating the stack") from None
         if made:
@@ -273,7 +286,7 @@ class StackHandle:
         try:
             store = self.engine.store
             if store is not None:
-                store.prune(self.name, keep=self.engine.settings.keep_history)
+                prune(store, self.name, keep=self.engine.settings.keep_history)
         except (BucketError, OSError) as exc:
             log.warning("stack %s: history not pruned: %s", self.name, exc)
 
@@ -281,14 +294,14 @@ class StackHandle:
         """After ``stack rm``: what the CLI leaves of the stack in the backend (backups, the
         checkpoint's ``.bak``) and its work folder here go too (the backend's, only while
         this process may write). ``removed``: the store removed the stack whole
-        (:meth:`~.state.store.StateStore.remove_stack`), only the folder."""
+        (:func:`~.state.stacks.remove_stack`), only the folder."""
         leading = self.engine.leading
         try:
             if leading is not None and not leading():
                 raise OSError("this process no longer holds the Lease")
             store = self.engine.store
             if store is not None and not removed:
-                store.remove_leftovers(self.name)
+                remove_leftovers(store, self.name)
         except (BucketError, OSError) as exc:
             log.warning("stack %s: leftovers in the backend not removed: %s", self.name, exc)
         shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -24,6 +24,7 @@ __all__ = [
     "pulumi_children",
     "send_signal",
     "start_time",
+    "started_at",
     "wait_gone",
 ]
 
@@ -146,14 +147,21 @@ def _boot_time() -> datetime | None:
     return None
 
 
+def started_at(pid: int) -> datetime | None:
+    """When process ``pid`` of this host started (wall clock, to the second: the kernel's boot
+    time is kept in whole seconds); None when there is no such process (gone, or a zombie)."""
+    started, boot = start_time(pid), _boot_time()
+    if started is None or boot is None:
+        return None
+    return boot + timedelta(seconds=int(started) / os.sysconf("SC_CLK_TCK"))
+
+
 def pulumi_children() -> dict[int, datetime]:
-    """This process's live ``pulumi`` children, each with when it started (wall clock, to the
-    second: the kernel's boot time is kept in whole seconds)."""
-    boot = _boot_time()
-    ticks = os.sysconf("SC_CLK_TCK")
+    """This process's live ``pulumi`` children, each with when it started
+    (:func:`started_at`)."""
     out = {}
     for pid in _pulumi_children():
-        started = start_time(pid)
-        if started is not None and boot is not None:
-            out[pid] = boot + timedelta(seconds=int(started) / ticks)
+        started = started_at(pid)
+        if started is not None:
+            out[pid] = started
     return out

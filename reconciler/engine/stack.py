@@ -30,12 +30,10 @@ only runs the operations and reports.
   (:mod:`reconciler.engine.tags`), a stack known to be absent is created without trying to select
   it, crash leftovers are looked for only when the last operation did not finish (no spec hash),
   and a secret the process already wrote is not written again.
-* **Crash safety**, before every operation: stale locks are removed, on every DIY backend
-  (:mod:`.state.locks`: a controller holding the Lease removes every lock its own
-  ``pulumi`` children do not hold, at takeover (:meth:`Engine.take_over`) and before each
-  operation of a stack; anyone else only a lock of this host whose process is gone); pending
-  creates left by a killed ``up`` are looked up in the cloud by name and imported into the
-  stack, or cleared when nothing was created (:mod:`reconciler.engine.lost`).
+* **Crash safety**, before every operation: stale locks are removed (:mod:`.state.lock_plan`
+  says whose a lock is; a person's is never taken), at takeover (:meth:`Engine.take_over`) and
+  before each operation of a stack; pending creates left by a killed ``up`` are imported, or
+  cleared when nothing was created (:mod:`reconciler.engine.lost`).
   An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
   called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
   ``interrupt_grace``; the next operation recovers.
@@ -89,8 +87,7 @@ from reconciler.engine.stack_spec import (
     stale_create_only_tags,
     unprotect_before_up,
 )
-from reconciler.engine.state.lock_plan import LockRecord
-from reconciler.engine.state.locks import clear_stale_locks
+from reconciler.engine.state.locks import Cleared, clear_stale_locks
 from reconciler.engine.state.store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -125,19 +122,22 @@ class Engine(EngineContext):
         """This cluster's stacks on the backend (tag ``lbr:cluster``), without opening any."""
         return list_stacks(self)
 
-    def take_over(self) -> list[LockRecord]:
-        """What a new leader does before its first operation: remove every lock of this
-        cluster's stacks that its own ``pulumi`` children do not hold (:mod:`.state.lock_plan`),
-        in one listing; returns them. A dead leader's locks would otherwise fail every operation
-        on its stacks (``the stack is currently locked``). Refused unless leading."""
+    def take_over(self) -> Cleared:
+        """What a new leader does before its first operation: remove the stale locks of this
+        cluster's stacks (:mod:`.state.lock_plan`: its own dead operations', a dead or deposed
+        replica's), in one listing, and name the ones it leaves to their holders. A dead
+        leader's locks would otherwise fail every operation on its stacks (``the stack is
+        currently locked``). Refused unless leading."""
         self.fence("clearing the previous leader's locks")
-        if not self.is_leader():
-            return []
+        rule = self.lock_rule()
+        if rule is None:
+            return Cleared()
         try:
             store = self.store
         except BucketError as exc:
             raise self.error(exc, stack="", doing="reading the backend's locks") from None
-        return clear_stale_locks(store=store, leader=True, cluster_name=self.settings.cluster_name)
+        cluster = self.settings.cluster_name
+        return clear_stale_locks(store=store, rule=rule, cluster_name=cluster)
 
     def stack_for(self, info: StackInfo) -> ServiceStack:
         """The stack of a listed one, to refresh or delete it (its Service from the tags)."""
@@ -305,11 +305,11 @@ class ServiceStack(StackHandle):
         ``ensure`` would, but not repaired), its config file is put back byte for byte, and a
         stack that did not exist (a new Service) is removed again with its work folder.
         """
-        stack = self.open_stack(create=False)
+        stack = self.open_stack(create=False, writes=False)
         existed = stack is not None
         config_file = self.work_dir / f"Pulumi.{self.name}.yaml"
         saved_config = config_file.read_bytes() if existed and config_file.exists() else None
-        stack = stack or self.open_stack(create=True)
+        stack = stack or self.open_stack(create=True, writes=False)
         assert stack is not None
         steps: list[ResourceStep] = []
 
@@ -367,7 +367,7 @@ class ServiceStack(StackHandle):
     def applied_spec(self) -> LoadBalancerSpec | None:
         """The spec of the last successful ``up`` (the stack's ``spec`` output); None when there
         is no stack or no such output."""
-        stack = self.open_stack(create=False)
+        stack = self.open_stack(create=False, writes=False)
         if stack is None:
             return None
         return self.applied_spec_of(stack)

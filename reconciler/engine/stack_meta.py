@@ -180,7 +180,7 @@ def configure(
 
 def new_settings_file(config_file: Path, salt_state: str) -> None:
     """The settings file of a stack just created without ``pulumi stack init``
-    (:meth:`.state.store.StateStore.create_stack`): its ``encryptionsalt``, as
+    (:func:`.state.stacks.create_stack`): its ``encryptionsalt``, as
     ``stack init`` writes it, and no config yet (:func:`configure` adds it)."""
     config_file.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(config_file, {"encryptionsalt": salt_state})
@@ -311,7 +311,7 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         if found is None:
             continue
         of_stack = locks.get(item.name, []) if locks is not None else None
-        busy = locked(of_stack, leader=engine.is_leader())
+        busy = locked(of_stack, rule=engine.lock_rule())
         info = stack_info(item, found, cluster_name=cluster, locked=busy)
         if info is None:
             log.warning("stack %s lacks its namespace or name tag; left out", item.name)

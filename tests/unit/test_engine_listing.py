@@ -24,7 +24,7 @@ from reconciler.engine.plan import (
     stack_info,
     stack_tags,
 )
-from reconciler.engine.state.locks import locked
+from reconciler.engine.state.locks import LeaderRule, locked
 from reconciler.engine.state.store import StateStore, open_state_store, parse_tags_file
 
 UID = "0b7a3c2e-8a43-4f4e-9d53-0c3d7d1f0b9e"
@@ -262,10 +262,10 @@ def test_locked(tmp_path: Path) -> None:
 
     def is_locked(stack: str, *, leader: bool = False) -> bool | None:
         assert store.all_locks().get(stack, []) == store.list_locks(stack)
-        return locked(store.list_locks(stack), leader=leader)
+        return locked(store.list_locks(stack), rule=LeaderRule() if leader else None)
 
     assert is_locked("prod.default.free") is False
-    assert locked(None, leader=False) is None  # a backend whose locks cannot be listed
+    assert locked(None, rule=None) is None  # a backend whose locks cannot be listed
 
     live = json.dumps({"pid": os.getpid(), "hostname": host})
     _lock(root, "prod.default.live", "a.json", live)
@@ -281,6 +281,9 @@ def test_locked(tmp_path: Path) -> None:
     _lock(root, "prod.default.torn", "a.json", '{"pid": ')
     assert is_locked("prod.default.torn") is True
 
-    # the leader: none of these is held by a `pulumi` child of this process, all are stale
-    for name in ("live", "stale", "remote", "torn"):
-        assert is_locked(f"prod.default.{name}", leader=True) is False
+    # the leader: this process's own lock is an operation of its own, a dead process's of this
+    # host is stale; another host's that is no replica's, and a torn record, are never its own
+    assert is_locked("prod.default.live", leader=True) is True
+    assert is_locked("prod.default.stale", leader=True) is False
+    assert is_locked("prod.default.remote", leader=True) is True
+    assert is_locked("prod.default.torn", leader=True) is True

@@ -18,6 +18,7 @@ from reconciler.engine.state.bucket import FileBucket, key_prefix, redacted_url
 from reconciler.engine.state.lock_plan import parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
 from reconciler.engine.state.s3 import S3Bucket
+from reconciler.engine.state.stacks import remove_stack
 from reconciler.engine.state.store import BucketError, StateStore, open_state_store
 
 
@@ -203,7 +204,7 @@ def test_the_lock_the_store_takes_names_this_process(
         raise KeyError("getpwuid(): uid not found: 1000650000")
 
     monkeypatch.setattr("getpass.getuser", nameless)
-    assert store.remove_stack("c.ns.web") == []  # nothing there: only its own lock went
+    assert remove_stack(store, "c.ns.web") == []  # nothing there: only its own lock went
     (lock,) = seen
     assert (lock.pid, lock.username) == (os.getpid(), str(os.getuid()))
     assert lock.hostname == socket.gethostname()

@@ -93,7 +93,7 @@ class Adoptable(Protocol):
     work_dir: Path
     engine: EngineContext
 
-    def open_stack(self, *, create: bool) -> auto.Stack | None: ...
+    def open_stack(self, *, create: bool, writes: bool = True) -> auto.Stack | None: ...
 
     def deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T: ...
 
@@ -148,7 +148,7 @@ def held_resources(stack: Adoptable) -> dict[str, str] | None:
     """The cloud objects ``stack`` holds; None when there is no such stack (and then no work
     folder is left behind either)."""
     had_folder = stack.work_dir.exists()
-    opened = stack.open_stack(create=False)
+    opened = stack.open_stack(create=False, writes=False)
     if opened is None:
         if not had_folder:
             shutil.rmtree(stack.work_dir, ignore_errors=True)
@@ -159,7 +159,7 @@ def held_resources(stack: Adoptable) -> dict[str, str] | None:
 def adopt(stack: Adoptable, spec: LoadBalancerSpec, *, imports: Mapping[str, str]) -> EnsureResult:
     """``stack.ensure(spec, imports=imports)``; undone when it fails before every import is in
     the state (:class:`AdoptionFailedError` says which)."""
-    opened = stack.open_stack(create=False)
+    opened = stack.open_stack(create=False, writes=False)
     before = opened.export_stack() if opened is not None else None
     try:
         return stack.ensure(spec, imports=imports)

@@ -9,7 +9,7 @@ it:
   (:mod:`reconciler.engine.state.store`) and the stack's last operation finished (its tags hold the
   spec hash and the IDs), without one ``pulumi`` start: the deployment and tags are read from the
   backend and the stack is removed there
-  (:meth:`~reconciler.engine.state.store.StateStore.remove_stack`, under a lock as ``pulumi stack
+  (:func:`~reconciler.engine.state.stacks.remove_stack`, under a lock as ``pulumi stack
   rm`` takes one).
 * :func:`delete_directly`: the deletion itself, which :mod:`reconciler.engine.delete.stack` also
   runs for a stack opened with the CLI (its last operation did not finish: recovered first).
@@ -32,6 +32,7 @@ from reconciler.engine.handle import StackHandle
 from reconciler.engine.lb_tags import others_on
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.plan import HASH_TAG, outputs_from_tags
+from reconciler.engine.state.stacks import remove_stack
 from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import FLOATINGIPS
 
@@ -104,7 +105,7 @@ def delete_directly(ss: StackHandle, rest: OpenStackRest, plan: DirectDeletion) 
     assert store is not None  # a plan is made only from the store's deployment
     ss.engine.fence("removing the stack", stack=ss.name)
     try:
-        held = store.remove_stack(ss.name)
+        held = remove_stack(store, ss.name)
     except BucketError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="removing the stack") from None
     if held:

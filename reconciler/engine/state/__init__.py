@@ -4,6 +4,7 @@
 * :mod:`.store`: :class:`~.store.StateStore`, the one module that knows the backend's private
   layout (stacks, tags, locks, history, backups) for ``file://``, ``s3://`` and ``postgres://``
   alike; the engine above it never touches a key or a path;
+* :mod:`.stacks`: a stack made, removed and pruned as the CLI does (``state.go``);
 * :mod:`.bucket`: what every bucket shares (list, read, write, delete) and the ``file://`` one;
   :mod:`.s3` and :mod:`.postgres`: the other kinds of backend URL;
 * :mod:`.lock_plan`: whose a stack lock is, and which are stale: the leader's rule and a

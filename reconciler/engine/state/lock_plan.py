@@ -1,5 +1,5 @@
-"""Which stack locks are stale: the decision, pure. :mod:`reconciler.engine.state.locks` lists and
-removes them.
+"""Whose a stack lock is, and which locks are stale: the decision, pure.
+:mod:`reconciler.engine.state.locks` lists and removes them.
 
 Pulumi's DIY backends (``file://``, ``s3://``, ``postgres://``...) lock a stack for every
 operation that writes its state (``up``, ``refresh``, ``destroy``, ``import``, ``stack rm``) by
@@ -7,55 +7,72 @@ writing a lock record (``pulumi/pkg/backend/diy/lock.go``: the ``pid``, ``userna
 ``hostname`` and ``timestamp`` of the ``pulumi`` process) beside the stack, and remove it when the
 operation ends. A ``pulumi`` that is killed (OOM, its pod gone) leaves the record, and every
 later operation on the stack fails with ``the stack is currently locked by 1 lock(s)`` until it
-is removed. Nothing on the backend says whether its writer is still alive: a pod's hostname is
-its own name, and its PIDs mean nothing elsewhere.
+is removed. The same backend is written by people and CI too (``pulumi refresh``, ``pulumi
+cancel``, ``lb-reconciler adopt --apply``): a lock the controller cannot prove is its own is
+never its to take.
 
-Who may decide, and how:
+**The leader** (:func:`judge`, :func:`stale_for_leader`) sorts each lock of its cluster's stacks
+into one of :class:`Whose`:
 
-* **The leader** (:func:`stale_for_leader`): the controller that holds the Lease is the only writer
-  of its cluster's stacks (the Lease guarantees one; every write is fenced by it, see
-  :mod:`reconciler.engine.context`). So every lock of its stacks that is not held by one of its own
-  live ``pulumi`` children is stale: a dead leader's, a crashed ``pulumi``'s, a person's killed
-  command. Held by a child means: written under this host's name, by a live child's PID, and not
-  before that child started (a PID reused by a later process does not inherit an older record).
-* **Anyone else** (:func:`stale_for_bystander`): ``lb-reconciler preview``, ``stacks``,
-  ``adopt`` and ``sweep``, run by a person or by CI, may share the backend with a live
-  controller. They remove only what is provably stale: a record of this very host whose process
-  is gone. A controller's locks (another host's, or a live process's) are never theirs to take.
-* **Which stacks**: a lock belongs to this cluster when its stack does
-  (:func:`of_cluster`): named for the cluster, and, when its tags can be read, tagged so. Other
-  clusters sharing the backend have leaders of their own.
+* ``OWN``: held by this process or one of its live ``pulumi`` children: an operation of its own
+  runs (written under this host's name, by that PID, and not before that process started: a PID
+  reused by a later process does not inherit an older record);
+* ``DEAD_HERE``: written on this host by a process that is gone (no process has the PID, or the
+  one that has it started after the record was written): provably stale, whoever wrote it;
+* ``REPLICA``: written on the host of another replica of this controller (a past holder of the
+  Lease, each recorded in it with the hostname its ``pulumi`` children write:
+  :mod:`reconciler.controller.lease`), which holds nothing now since this one does: a dead or
+  deposed leader's. Every write of a replica is fenced by the Lease, so that replica writes no
+  more;
+* ``EXPIRED``: anyone else's, older than the ``--foreign-lock-timeout`` a team opted in to;
+* ``FOREIGN``: anyone else's: a person's or CI's ``pulumi``, another cluster's controller, a live
+  process on this host that is no child of this one, a record that cannot be read. Never removed
+  by the controller: the Service says who holds it, and how to free a dead one.
+
+**Anyone else** (:func:`stale_for_bystander`): ``lb-reconciler preview``, ``stacks``, ``adopt``
+and ``sweep``, run by a person or by CI, may share the backend with a live controller. They remove
+only a record of this very host whose process is gone.
+
+**Which stacks**: a lock belongs to this cluster when its stack does (:func:`of_cluster`): named
+for the cluster, and, when its tags can be read, tagged so. Other clusters sharing the backend
+have leaders of their own.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from reconciler.engine.plan import CLUSTER_TAG, cluster_prefix
 
 __all__ = [
     "CHILD_START_SLACK",
+    "LeaderView",
     "LockRecord",
-    "held_by_children",
+    "Whose",
+    "foreign",
+    "held_message",
+    "judge",
     "of_cluster",
     "parse_lock",
     "stale_for_bystander",
     "stale_for_leader",
 ]
 
-# A child's start time is known to the second (the kernel's boot time is whole seconds), and the
-# lock's timestamp is the wall clock of the same machine: a record written before its PID's
-# child started, by more than this, was written by an earlier process with the same PID.
+# A process's start time is known to the second (the kernel's boot time is whole seconds), and
+# the lock's timestamp is the wall clock of the same machine: a record written before its PID's
+# process started, by more than this, was written by an earlier process with the same PID.
 CHILD_START_SLACK = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
 class LockRecord:
     """One lock of one stack: where it is (``key``, what removing it takes) and who wrote it.
-    ``pid`` 0 and ``hostname`` "" when the record cannot be read (torn or foreign)."""
+    ``pid`` 0 and ``hostname`` "" when the record cannot be read (torn or foreign);
+    ``modified``: when the object was last written (the backend's clock), when known."""
 
     stack: str
     key: str
@@ -63,19 +80,25 @@ class LockRecord:
     hostname: str = ""
     username: str = ""
     timestamp: datetime | None = None
+    modified: datetime | None = None
 
     @property
     def readable(self) -> bool:
         return self.pid > 0 and bool(self.hostname)
 
+    @property
+    def since(self) -> datetime | None:
+        """When the lock was taken: its record's timestamp, else its object's time."""
+        return self.timestamp or self.modified
+
     def describe(self) -> str:
-        when = self.timestamp.isoformat(timespec="seconds") if self.timestamp else "unknown"
+        when = self.since.isoformat(timespec="seconds") if self.since else "an unknown time"
         if not self.readable:
-            return "an unreadable lock record"
+            return f"an unreadable lock record (written {when})"
         return f"{self.username or '?'}@{self.hostname} (pid {self.pid}) since {when}"
 
 
-def parse_lock(text: str, *, stack: str, key: str) -> LockRecord:
+def parse_lock(text: str, *, stack: str, key: str, modified: datetime | None = None) -> LockRecord:
     """The record Pulumi wrote (``{"pid", "username", "hostname", "timestamp"}``); one that
     cannot be read is kept as unreadable (it still locks the stack)."""
     try:
@@ -83,7 +106,7 @@ def parse_lock(text: str, *, stack: str, key: str) -> LockRecord:
     except ValueError:
         raw = None
     if not isinstance(raw, Mapping):
-        return LockRecord(stack=stack, key=key)
+        return LockRecord(stack=stack, key=key, modified=modified)
     try:
         pid = int(raw.get("pid") or 0)
     except (TypeError, ValueError):
@@ -101,25 +124,85 @@ def parse_lock(text: str, *, stack: str, key: str) -> LockRecord:
         hostname=str(raw.get("hostname") or ""),
         username=str(raw.get("username") or ""),
         timestamp=timestamp,
+        modified=modified,
     )
 
 
-def held_by_children(lock: LockRecord, *, hostname: str, children: Mapping[int, datetime]) -> bool:
-    """Whether ``lock`` is held by one of ``children`` (PID -> when it started), this host's
-    live ``pulumi`` processes."""
-    started = children.get(lock.pid)
-    if not lock.readable or lock.hostname != hostname or started is None:
+class Whose(enum.Enum):
+    """Whose a lock is, as the leader sees it (see the module docstring)."""
+
+    OWN = "own"
+    DEAD_HERE = "dead"
+    REPLICA = "replica"
+    EXPIRED = "expired"
+    FOREIGN = "foreign"
+
+    @property
+    def stale(self) -> bool:
+        return self in (Whose.DEAD_HERE, Whose.REPLICA, Whose.EXPIRED)
+
+
+@dataclass(frozen=True)
+class LeaderView:
+    """What the leader knows when it judges locks: this host's name; ``ours``: this process and
+    its live ``pulumi`` children (PID -> when it started); ``running``: the live processes of
+    this host among the locks' PIDs (PID -> when it started); ``replicas``: the hostnames of this
+    controller's other replicas (past Lease holders, none holding it now); ``foreign_timeout``:
+    how old anyone else's lock must be to be removed (None: never); ``now``."""
+
+    hostname: str
+    now: datetime
+    ours: Mapping[int, datetime] = field(default_factory=dict)
+    running: Mapping[int, datetime] = field(default_factory=dict)
+    replicas: Collection[str] = ()
+    foreign_timeout: timedelta | None = None
+
+
+def _written_by(lock: LockRecord, started: datetime | None) -> bool:
+    """Whether the process that started at ``started`` (None: no such process) can have
+    written ``lock``: it runs, and did not start after the record was written."""
+    if started is None:
         return False
     return lock.timestamp is None or lock.timestamp >= started - CHILD_START_SLACK
 
 
-def stale_for_leader(
-    locks: Sequence[LockRecord], *, hostname: str, children: Mapping[int, datetime]
-) -> list[LockRecord]:
-    """The leader's rule: every lock not held by one of its own live ``pulumi`` children."""
-    return [
-        lock for lock in locks if not held_by_children(lock, hostname=hostname, children=children)
-    ]
+def judge(lock: LockRecord, view: LeaderView) -> Whose:
+    """Whose ``lock`` is (:class:`Whose`), as the leader described by ``view`` sees it."""
+    if lock.readable and lock.hostname == view.hostname:
+        if _written_by(lock, view.ours.get(lock.pid)):
+            return Whose.OWN
+        if _written_by(lock, view.running.get(lock.pid)):
+            return Whose.FOREIGN  # a live process of this host that is not ours
+        return Whose.DEAD_HERE
+    if lock.readable and lock.hostname in view.replicas:
+        return Whose.REPLICA
+    since = lock.since
+    timeout = view.foreign_timeout
+    if timeout is not None and since is not None and view.now - since > timeout:
+        return Whose.EXPIRED
+    return Whose.FOREIGN
+
+
+def stale_for_leader(locks: Sequence[LockRecord], view: LeaderView) -> list[LockRecord]:
+    """The leader's rule: the locks it removes (``DEAD_HERE``, ``REPLICA``, ``EXPIRED``)."""
+    return [lock for lock in locks if judge(lock, view).stale]
+
+
+def foreign(locks: Sequence[LockRecord], view: LeaderView) -> list[LockRecord]:
+    """The locks the leader leaves to their holders and reports (``FOREIGN``)."""
+    return [lock for lock in locks if judge(lock, view) is Whose.FOREIGN]
+
+
+def held_message(stack: str, locks: Sequence[LockRecord], *, backend: str) -> str:
+    """What a Service's Warning says when its stack is held by ``locks`` that are not this
+    controller's: who holds it since when, that the controller waits, and the command that frees
+    a dead holder's lock (``backend``: the backend URL without its password)."""
+    holders = "; ".join(lock.describe() for lock in locks)
+    return (
+        f"stack {stack} is locked by {holders}, not by this controller, which waits for it and "
+        "never removes another's lock; if that operation is gone, free the stack with "
+        f"`PULUMI_BACKEND_URL={backend} pulumi cancel --stack {stack} --yes`"
+    )
 
 
 def stale_for_bystander(

@@ -3,10 +3,11 @@
 Every ``up``, ``refresh`` and ``destroy`` makes the ``pulumi`` CLI add a history entry (an update
 record and a full copy of the checkpoint) and a backup of the checkpoint it replaces, and nothing
 ever removes them: a drift check an hour on 500 Services is ~12,000 objects a day. The engine
-keeps the newest ``keep`` of each per stack (:meth:`reconciler.engine.state.store.StateStore.prune`
-after each operation) and everything of a stack it removes (:meth:`~reconciler.engine.state.store
-.StateStore.remove_leftovers`). This module decides from the keys alone; the key names are those
-:mod:`reconciler.engine.state.store` documents (the one module that knows Pulumi's layout):
+keeps the newest ``keep`` of each per stack (:func:`reconciler.engine.state.stacks.prune` after each
+operation) and everything of a stack it removes
+(:func:`~reconciler.engine.state.stacks.remove_leftovers`). This module decides from the keys alone;
+the key names are those :mod:`reconciler.engine.state.store` documents (the one module that knows
+Pulumi's layout):
 
     <history prefix><stack>-<unix nanoseconds>.history.json[.gz|.zst]   (and .checkpoint.json...)
     <backups prefix><stack>.<unix nanoseconds>.json[.gz|.zst]

@@ -42,7 +42,6 @@ import yaml
 from reconciler.engine.state.bucket import Bucket, BucketError, FileBucket, StoredObject
 from reconciler.engine.state.lock_plan import LockRecord, parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, cli_settings
-from reconciler.engine.state.retention import backups_to_prune, history_to_prune
 from reconciler.engine.state.s3 import S3Bucket
 from stacks.vocabulary import PROJECT
 
@@ -95,11 +94,13 @@ def _lock_content() -> dict[str, Any]:
     }
 
 
-def _lock(key: str, stack: str, data: bytes | None) -> LockRecord:
-    """The record of a lock object's bytes (None: gone meanwhile; kept as unreadable, since
-    the CLI counts it): :func:`reconciler.engine.state.lock_plan.parse_lock`."""
-    text = data.decode(errors="replace") if data is not None else ""
-    return parse_lock(text, stack=stack, key=key)
+def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | None:
+    """The record of a lock object's bytes (:func:`reconciler.engine.state.lock_plan.parse_lock`);
+    None when the object went between the listing and the read (its operation ended)."""
+    if data is None:
+        return None
+    text = data.decode(errors="replace")
+    return parse_lock(text, stack=stack, key=obj.key, modified=obj.modified)
 
 
 class StateStore:
@@ -137,6 +138,13 @@ class StateStore:
 
     # --- layout ------------------------------------------------------------------------------
 
+    def opened(self) -> bool:
+        """Whether the CLI has set the backend up (``meta.yaml`` written; it is never removed,
+        so a True is remembered)."""
+        if not self._opened:
+            self._opened = self.bucket.read(META) is not None
+        return self._opened
+
     def check_layout(self) -> None:
         """Raise :class:`BucketError` unless the backend is new or uses the project layout
         (``meta.yaml`` version 1): the older one keeps stacks elsewhere."""
@@ -160,9 +168,8 @@ class StateStore:
     def list_locks(self, stack: str) -> list[LockRecord]:
         """Every lock object of ``stack``, read (the CLI counts each one as a lock)."""
         prefix = self.locks_prefix(stack)
-        return [
-            _lock(obj.key, stack, self.bucket.read(obj.key)) for obj in self.bucket.list(prefix)
-        ]
+        found = (_lock(obj, stack, self.bucket.read(obj.key)) for obj in self.bucket.list(prefix))
+        return [lock for lock in found if lock is not None]
 
     def all_locks(self) -> dict[str, list[LockRecord]]:
         """The locks of every stack of the project that has any, by stack name (one listing;
@@ -172,7 +179,9 @@ class StateStore:
         for obj in self.bucket.list(prefix):
             stack, _, rest = obj.key[len(prefix) :].partition("/")
             if stack and rest and "/" not in rest:
-                out.setdefault(stack, []).append(_lock(obj.key, stack, self.bucket.read(obj.key)))
+                lock = _lock(obj, stack, self.bucket.read(obj.key))
+                if lock is not None:
+                    out.setdefault(stack, []).append(lock)
         return out
 
     def delete_lock(self, key: str) -> None:
@@ -277,80 +286,6 @@ class StateStore:
         ):
             found += self.bucket.list(prefix)
         return found
-
-    # --- retention (:mod:`reconciler.engine.state.retention` decides) -------------------------
-
-    def prune(self, stack: str, *, keep: int) -> int:
-        """Remove ``stack``'s history entries and checkpoint backups beyond the newest
-        ``keep`` of each; how many objects went. Two listings when there is nothing to do."""
-        history = [o.key for o in self.bucket.list(self.history_prefix(stack))]
-        backups = [o.key for o in self.bucket.list(self.backups_prefix(stack))]
-        doomed = history_to_prune(history, stack=stack, keep=keep)
-        doomed += backups_to_prune(backups, stack=stack, keep=keep)
-        for key in doomed:
-            self.bucket.delete(key)
-        return len(doomed)
-
-    def remove_leftovers(self, stack: str) -> int:
-        """After ``pulumi stack rm``: remove what the CLI leaves of the stack (its checkpoint
-        backups, the ``.json.bak`` beside its checkpoint, any history); nothing while the
-        stack exists again (made anew meanwhile). How many objects went."""
-        if self.stack_exists(stack):
-            return 0
-        base = f"{self.stacks_prefix()}{stack}"
-        leftovers = [
-            o.key
-            for o in self.bucket.list(f"{base}.")
-            if o.key[len(base) :] in (".json.bak", ".json.gz.bak", ".json.zst.bak")
-        ]
-        leftovers += self._history_and_backups(stack)
-        for key in leftovers:
-            self.bucket.delete(key)
-        return len(leftovers)
-
-    def _history_and_backups(self, stack: str) -> list[str]:
-        return [
-            o.key
-            for prefix in (self.history_prefix(stack), self.backups_prefix(stack))
-            for o in self.bucket.list(prefix)
-        ]
-
-    def remove_stack(self, stack: str) -> list[LockRecord]:
-        """Remove ``stack`` as ``pulumi stack rm --force --remove-backups`` does, without a
-        ``pulumi``: under a lock of this process's own, taken as the CLI takes one (refused while
-        another is held, checked again after writing it), its tags, history and backups go,
-        then the checkpoint's ``.bak``, the checkpoint last: one interrupted midway still lists
-        and is removed by the next attempt. Returns the locks that refused it ([]: removed)."""
-        with self.locked(stack) as held:
-            if held:
-                return held
-            base = f"{self.stacks_prefix()}{stack}"
-            beside = {o.key[len(base) :] for o in self.bucket.list(f"{base}.")}
-            doomed = [base + TAGS_SUFFIX] if TAGS_SUFFIX in beside else []
-            doomed += self._history_and_backups(stack)
-            doomed += [base + s + ".bak" for s in CHECKPOINT_SUFFIXES if s + ".bak" in beside]
-            doomed += [base + s for s in CHECKPOINT_SUFFIXES if s in beside]
-            for doomed_key in doomed:
-                self.bucket.delete(doomed_key)
-            return []
-
-    def create_stack(self, stack: str) -> bool:
-        """Make ``stack`` as ``pulumi stack init`` does, without a ``pulumi``, under a lock of
-        this process's own: a checkpoint with no deployment (the CLI reads a stack never
-        updated; the first ``up`` adds the secrets provider's salt from the settings file, as
-        after ``stack init``). False, nothing written, when another's lock refused it, the
-        stack exists meanwhile, or the CLI has not set the backend up yet (no ``meta.yaml``;
-        stacks written before it would sit where the CLI looks for the old layout)."""
-        if not self._opened and self.bucket.read(META) is None:
-            return False
-        self._opened = True  # meta.yaml is never removed
-        with self.locked(stack) as held:
-            if held or self.stack_exists(stack):
-                return False
-            fqn = f"{ORGANIZATION}/{self.project}/{stack}"
-            checkpoint = json.dumps({"version": 3, "checkpoint": {"stack": fqn}})
-            self.bucket.write(f"{self.stacks_prefix()}{stack}.json", checkpoint.encode())
-            return True
 
     @contextlib.contextmanager
     def locked(self, stack: str) -> Iterator[list[LockRecord]]:

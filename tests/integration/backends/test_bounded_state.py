@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.engine.state.retention import retention_bound
+from reconciler.engine.state.stacks import prune, remove_leftovers
 from reconciler.engine.state.store import StateStore
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
@@ -74,7 +75,7 @@ def test_each_stack_keeps_its_newest_entries_on_every_backend(
         for _round in range(6):
             for stack in stacks:
                 cli.operate(stack)
-                store.prune(stack, keep=2)
+                prune(store, stack, keep=2)
         for stack in stacks:
             assert _history_entries(store, stack) == 2
             assert len(store.objects(store.backups_prefix(stack))) == 2
@@ -84,12 +85,12 @@ def test_each_stack_keeps_its_newest_entries_on_every_backend(
 
         cli("stack", "rm", "--yes", stacks[0])
         assert store.objects_of(stacks[0]) != []  # the CLI leaves the backups (and .bak)
-        assert store.remove_leftovers(stacks[0]) > 0
+        assert remove_leftovers(store, stacks[0]) > 0
         assert store.objects_of(stacks[0]) == []
         assert store.objects(f"{store.stacks_prefix()}{stacks[0]}") == []
         # a stack that exists is not touched
         before = store.objects_of(stacks[1])
-        assert store.remove_leftovers(stacks[1]) == 0
+        assert remove_leftovers(store, stacks[1]) == 0
         assert store.objects_of(stacks[1]) == before
     finally:
         store.close()
@@ -129,7 +130,7 @@ def test_a_thousand_operations_on_twenty_stacks_stay_within_the_bound(
     def run(stack: str) -> None:
         for _ in range(per_stack):
             cli.operate(stack)
-            store.prune(stack, keep=keep)
+            prune(store, stack, keep=keep)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(run, stacks))
@@ -163,7 +164,7 @@ def test_keep_zero_and_one(
     cli("stack", "init", "bounded.default.k")
     for _ in range(3):
         cli.operate("bounded.default.k")
-        store.prune("bounded.default.k", keep=keep)
+        prune(store, "bounded.default.k", keep=keep)
     assert _history_entries(store, "bounded.default.k") == keep
     assert len(store.objects(store.backups_prefix("bounded.default.k"))) == keep
     cli("stack", "history", "--stack", "bounded.default.k")  # readable, empty or not

@@ -26,7 +26,8 @@ from reconciler.engine.recovery import (
     descendants,
     send_signal,
 )
-from reconciler.engine.state.locks import clear_stale_locks, locked
+from reconciler.engine.state.locks import Cleared, LeaderRule, clear_stale_locks, locked
+from reconciler.engine.state.stacks import remove_stack
 from reconciler.engine.state.store import BucketError, cli_settings, open_state_store
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
@@ -192,19 +193,19 @@ def test_a_live_lock_and_one_a_killed_pulumi_left(
     assert lock.timestamp is not None
     assert abs(datetime.now(UTC) - lock.timestamp) < timedelta(minutes=5)
     assert store.all_locks() == {name: [lock]}
-    assert locked([lock], leader=False) is True  # its pulumi runs
-    assert locked([lock], leader=True) is True  # a child of this process: the leader's own
-    assert clear_stale_locks(store=store, leader=True, stack_name=name) == []
+    assert locked([lock], rule=None) is True  # its pulumi runs
+    assert locked([lock], rule=LeaderRule()) is True  # a child of this process: the leader's own
+    assert clear_stale_locks(store=store, rule=LeaderRule(), stack_name=name) == Cleared()
 
     kill_pulumi(pid)
     running.release()
     assert running.error is not None
     assert store.list_locks(name) == [lock]  # left behind
-    assert locked([lock], leader=False) is False  # this host's, its process gone
+    assert locked([lock], rule=None) is False  # this host's, its process gone
     refused = pulumi(toolchain, backend, where, "up", "--yes", "-s", name, ok=False)
     assert "currently locked by 1 lock(s)" in refused.stdout + refused.stderr
 
-    assert clear_stale_locks(store=store, leader=False, stack_name=name) == [lock]
+    assert clear_stale_locks(store=store, rule=None, stack_name=name).removed == [lock]
     assert store.list_locks(name) == []
     again = BlockingUp(toolchain, backend, where, name).start()
     again.release()
@@ -255,7 +256,7 @@ def test_the_store_removes_a_stack_as_stack_rm_does(
         real_delete(key)
 
     store.bucket.delete = delete  # type: ignore[method-assign]
-    assert store.remove_stack(name) == []
+    assert remove_stack(store, name) == []
     assert seen == [[(os.getpid(), socket.gethostname())]]  # locked while it worked
     assert store.objects_of(name) == []
     assert not store.stack_exists(name)
@@ -266,7 +267,7 @@ def test_the_store_removes_a_stack_as_stack_rm_does(
 
     running = BlockingUp(toolchain, backend, where, other).start()
     try:
-        (lock,) = store.remove_stack(other)
+        (lock,) = remove_stack(store, other)
         assert lock.pid == children_running(stack_name=other)[0]
         assert store.stack_exists(other)
         assert {o.key for o in store.objects_of(other)} >= kept
