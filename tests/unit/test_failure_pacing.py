@@ -31,6 +31,7 @@ from reconciler.engine.errors import (
     InvalidConfigError,
     NotLeaderError,
     QuotaError,
+    StackLockedError,
     UpTimeoutError,
     engine_error,
 )
@@ -240,6 +241,38 @@ def test_a_cloud_400_warns_on_the_first_failure_with_the_clouds_message() -> Non
         "zone az-2.; retrying in 5s"
     ]
     assert FINALIZER in w.kube.service["metadata"]["finalizers"]
+
+
+HELD = (
+    "stack organization/lb-reconciler/demo.default.example-service is locked by "
+    "alice@alice-laptop (pid 4242) since 2026-11-26T19:00:00+00:00, not by this controller"
+)
+
+
+def test_a_stack_held_by_a_person_is_a_warning_stacklocked_and_backs_off() -> None:
+    """The user's report: a person's `pulumi` held the stack; the controller took the lock and
+    applied the change, saying nothing. Now the engine refuses (StackLockedError) and the
+    Service says who holds it, backing off; the gauge counts it until a sync gets through."""
+    w = world(ensure_error=StackLockedError(HELD))
+    held = "lbr_stacks_held_by_others"
+    assert w.attempt() == 5
+    locked = [e for e in w.kube.events.values() if e["reason"] == "StackLocked"]
+    assert [e["message"] for e in locked] == [HELD + "; retrying in 5s"]
+    assert locked[0]["type"] == "Warning"
+    assert w.kube.warnings() == []  # not a SyncLoadBalancerFailed
+    assert sample(w.controller.metrics, held) == 1
+    assert w.attempt() == 10  # backoff, not retry-soon
+    assert sample(w.controller.metrics, held) == 1
+    w.engine.ensure_error = None
+    assert w.attempt() is None
+    assert sample(w.controller.metrics, held) == 0
+
+
+def sample(metrics: Any, name: str) -> float:
+    body, _ = metrics.render()
+    values = [line.split()[-1] for line in body.decode().splitlines() if line.startswith(name)]
+    assert len(values) == 1, values
+    return float(values[0])
 
 
 def test_retries_back_off_exponentially_to_five_minutes_and_reset_on_success() -> None:

@@ -27,6 +27,16 @@ from reconciler.controller.lease import (
     release_body,
     validate_timings,
 )
+from reconciler.controller.lease_holders import (
+    HOLDERS as HOLDERS_NOTE,
+)
+from reconciler.controller.lease_holders import (
+    MAX_HOLDERS,
+    Holder,
+    holders_json,
+    holders_of,
+    with_holder,
+)
 
 WALL = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
 STAMP = "2026-11-22T10:00:00.123456Z"
@@ -403,3 +413,94 @@ def test_simulated_electors_never_lead_together(steps: list[tuple[str, str, floa
         else:
             world.dead.add(who)
         assert len(world.leaders()) <= 1, (world.now, world.until)
+
+
+# -- who held it: the holders annotation --------------------------------------------------------
+
+
+def holders(body: dict[str, Any]) -> tuple[Holder, ...]:
+    return holders_of(body)
+
+
+def test_a_replica_records_itself_among_the_holders_as_it_takes_the_lease() -> None:
+    created = decide(
+        None,
+        name="lb",
+        identity=ME,
+        lease_duration=15,
+        observed=None,
+        now=0,
+        wall_now=WALL,
+        hostname="pod-me",
+    )
+    assert holders(created.body or {}) == (Holder(ME, "pod-me"),)
+    # another replica takes it over: both are named, the newest last
+    theirs = lease(OTHER)
+    theirs["metadata"]["annotations"] = {HOLDERS_NOTE: holders_json((Holder(OTHER, "pod-other"),))}
+    taken = decide(
+        theirs,
+        name="lb",
+        identity=ME,
+        lease_duration=15,
+        observed=seen(theirs, 0.0),
+        now=1000.0,
+        wall_now=WALL,
+        hostname="pod-me",
+    )
+    assert taken.action is Action.TAKE_OVER
+    assert taken.body is not None
+    assert holders(taken.body) == (Holder(OTHER, "pod-other"), Holder(ME, "pod-me"))
+    assert taken.body["metadata"]["resourceVersion"] == "7"
+
+
+def test_a_renewal_writes_the_holders_only_when_they_change() -> None:
+    mine = lease(ME)
+    mine["metadata"]["annotations"] = {HOLDERS_NOTE: holders_json((Holder(ME, "pod-me"),))}
+    renewed = decide(
+        mine,
+        name="lb",
+        identity=ME,
+        lease_duration=15,
+        observed=None,
+        now=0,
+        wall_now=WALL,
+        hostname="pod-me",
+    )
+    assert renewed.action is Action.RENEW
+    assert renewed.body is not None
+    assert "annotations" not in renewed.body["metadata"]
+    # a Lease written before holders were recorded gets them at the next renewal
+    legacy = decide(
+        lease(ME),
+        name="lb",
+        identity=ME,
+        lease_duration=15,
+        observed=None,
+        now=0,
+        wall_now=WALL,
+        hostname="pod-me",
+    )
+    assert legacy.body is not None
+    assert holders(legacy.body) == (Holder(ME, "pod-me"),)
+
+
+def test_the_holders_are_read_leniently_and_kept_bounded() -> None:
+    def with_note(value: str) -> dict[str, Any]:
+        return {"metadata": {"annotations": {HOLDERS_NOTE: value}}}
+
+    assert holders_of(None) == ()
+    assert holders_of(with_note("not json")) == ()
+    assert holders_of(with_note('{"identity": "a"}')) == ()
+    assert holders_of(with_note('[{"identity": "a"}, {"identity": "b", "hostname": "h"}]')) == (
+        Holder("b", "h"),
+    )
+    many = tuple(Holder(f"r{i}", f"h{i}") for i in range(MAX_HOLDERS))
+    grown = with_holder(many, Holder("new", "h-new"))
+    assert len(grown) == MAX_HOLDERS
+    assert grown[-1] == Holder("new", "h-new")
+    assert grown[0] == Holder("r1", "h1")  # the oldest went
+    # the same identity again moves to the end, once
+    assert with_holder((Holder("a", "h1"), Holder("b", "h2")), Holder("a", "h3")) == (
+        Holder("b", "h2"),
+        Holder("a", "h3"),
+    )

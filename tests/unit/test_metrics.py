@@ -63,6 +63,7 @@ def test_every_documented_metric_is_exposed(m: Metrics) -> None:
         "lbr_drift_checks_total",
         "lbr_drift_repaired_total",
         "lbr_drifted_stacks",
+        "lbr_stacks_held_by_others",
         "lbr_leader",
     } <= names(m)
 
