@@ -9,17 +9,20 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from reconciler.engine.state.bucket import FileBucket, key_prefix, redacted_url
+from reconciler.engine.state.bucket import STAGING, FileBucket, key_prefix, redacted_url
 from reconciler.engine.state.lock_plan import parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
 from reconciler.engine.state.s3 import S3Bucket
 from reconciler.engine.state.stacks import remove_stack
 from reconciler.engine.state.store import BucketError, StateStore, open_state_store
+from stacks.vocabulary import PROJECT
 
 
 @pytest.mark.parametrize(
@@ -210,3 +213,32 @@ def test_the_lock_the_store_takes_names_this_process(
     assert lock.hostname == socket.gethostname()
     assert lock.timestamp is not None
     assert store.list_locks("c.ns.web") == []
+
+
+KILLED_MID_WRITE = """
+import os, sys
+from pathlib import Path
+from reconciler.engine.state.bucket import FileBucket
+root = Path(sys.argv[1])
+os.replace = lambda *a: os._exit(9)  # SIGKILLed between writing the data and the rename
+FileBucket(root, url=root.as_uri()).write(sys.argv[2], b'{"pid": 1, "hostname": "h"}')
+"""
+
+
+def test_a_write_killed_midway_leaves_nothing_where_the_cli_lists(tmp_path: Path) -> None:
+    """A lock the leader was writing when it was SIGKILLed: its temporary file was left in the
+    stack's lock folder, where the CLI (and the leader's successor) counts every file as a lock
+    and cannot read this one. Now writes are staged outside ``.pulumi/``."""
+    key = f".pulumi/locks/organization/{PROJECT}/c.ns.web/1234.json"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path), key], check=False
+    )
+    assert killed.returncode == 9
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    assert store.list_locks("c.ns.web") == []
+    assert [p for p in (tmp_path / ".pulumi").rglob("*") if p.is_file()] == []
+    leftovers = list((tmp_path / STAGING).iterdir())
+    assert len(leftovers) == 1  # staged, never renamed
+    os.utime(leftovers[0], (0, 0))  # long ago
+    store.check_layout()  # opening the store sweeps it
+    assert list((tmp_path / STAGING).iterdir()) == []

@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,9 +131,17 @@ def key_prefix(url: str) -> str:
 # --- file:// -------------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+# where a file:// write is staged before its rename: beside ``.pulumi/``, on the same file
+# system, and under no folder the CLI lists. Staged in the object's own folder, a write cut off
+# by a SIGKILL left its temporary file there for ever, and in a stack's lock folder the CLI
+# counts every file as a lock (one it cannot read fails every command on the stack)
+STAGING = ".lbr-staging"
+
+
+def _write_atomically(path: Path, data: bytes, *, staging: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    staging.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=staging, prefix=f"{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -151,6 +160,17 @@ class FileBucket:
     def __init__(self, root: Path, *, url: str) -> None:
         self.root = root
         self.url = url
+
+    def sweep_staging(self, *, older_than: float = 600.0) -> int:
+        """Remove what writes cut off by a kill left in the staging folder (:data:`STAGING`)
+        more than ``older_than`` seconds ago; how many files went."""
+        cutoff, removed = time.time() - older_than, 0
+        for leftover in (self.root / STAGING).glob("*.tmp"):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
+                    removed += 1
+        return removed
 
     @classmethod
     def from_url(cls, url: str) -> FileBucket:
@@ -204,7 +224,8 @@ class FileBucket:
         """The object, then its sidecar, each written whole (a temporary file renamed over the
         old one); the blob library writes the sidecar in place, which a kill can tear."""
         path = self._path(key)
-        _write_atomically(path, data)
+        staging = self.root / STAGING
+        _write_atomically(path, data, staging=staging)
         sidecar = path.with_name(path.name + ATTRS)
         attrs: dict[str, object] = dict(_SIDECAR_DEFAULTS)
         with contextlib.suppress(OSError, ValueError):
@@ -212,7 +233,7 @@ class FileBucket:
             if isinstance(old, dict):
                 attrs.update(old)
         attrs["md5"] = base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324
-        _write_atomically(sidecar, json.dumps(attrs).encode())
+        _write_atomically(sidecar, json.dumps(attrs).encode(), staging=staging)
 
     def delete(self, key: str) -> None:
         path = self._path(key)

@@ -147,7 +147,10 @@ class StateStore:
 
     def check_layout(self) -> None:
         """Raise :class:`BucketError` unless the backend is new or uses the project layout
-        (``meta.yaml`` version 1): the older one keeps stacks elsewhere."""
+        (``meta.yaml`` version 1): the older one keeps stacks elsewhere. (A ``file://``
+        backend's staging folder loses what killed writes left in it.)"""
+        if isinstance(self.bucket, FileBucket):
+            self.bucket.sweep_staging()
         data = self.bucket.read(META)
         if data is None:
             return  # a new backend: the CLI writes version 1 when it first opens it
