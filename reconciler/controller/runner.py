@@ -53,6 +53,7 @@ from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.state.retention import DEFAULT_KEEP
+from reconciler.engine.state.store import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
@@ -88,6 +89,16 @@ class RunOptions:
     keep_history: int = DEFAULT_KEEP  # history entries and backups kept per stack
     # remove a stack lock that is not this controller's once it is this old (None: never)
     foreign_lock_timeout: float | None = None
+
+
+def backend_timeout(options: RunOptions) -> float:
+    """The most seconds one backend request may take: with leader election, at most half the
+    renew deadline (5 s at the defaults), so that a write started while the Lease is held ends
+    while it still is (the engine refuses one that could not: its fence); without, the
+    engine's default (one replica, nobody to hand over to)."""
+    if not options.leader_elect:
+        return DEFAULT_TIMEOUT
+    return min(DEFAULT_TIMEOUT, options.renew_deadline / 2)
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -169,6 +180,7 @@ def pulumi_engine(
     writer: str = "",
     keep_history: int = DEFAULT_KEEP,
     foreign_lock_timeout: float | None = None,
+    backend_timeout: float = DEFAULT_TIMEOUT,
 ) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
     from reconciler.local.toolchain import find_toolchain
@@ -184,6 +196,7 @@ def pulumi_engine(
         writer=writer,
         keep_history=keep_history,
         foreign_lock_timeout=foreign_lock_timeout,
+        backend_timeout=backend_timeout,
     )
     return Engine(settings=settings, leading=leading)
 
@@ -219,6 +232,7 @@ def run(
             writer=f"lb-reconciler run, replica {identity}",
             keep_history=options.keep_history,
             foreign_lock_timeout=options.foreign_lock_timeout,
+            backend_timeout=backend_timeout(options),
         )
         failed = cloud_login(core)
         if failed is not None:

@@ -14,6 +14,7 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.stack_spec`: the spec as the stack applies it, create-only fields kept as made (pure);
 * :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf (pure);
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
+  :mod:`.cli`: the ``pulumi`` command the Automation API runs, and its children's environment;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
   engine events turned into them, and into drift;
 * :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
@@ -23,7 +24,9 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
 * :mod:`.members_direct`: a change of pool members only made as OCCM makes it (one batch
   ``PUT`` per pool, the state written as the provider writes it; no ``pulumi`` start), when
-  :mod:`.members_plan` says the change and the state allow it (pure);
+  :mod:`.members_plan` says the change and the state allow it (pure); :mod:`.direct_gate`:
+  whether the direct paths may write at all (the CLI's and the provider's versions, the state's
+  format; pure);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class

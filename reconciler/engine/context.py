@@ -22,19 +22,21 @@ CI runs) nothing is fenced, and only provably stale locks are cleared
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import subprocess
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
-from pulumi import automation as auto
-
 from reconciler.config import AuthConfig, Secret
+from reconciler.engine.cli import EngineCommand, cli_env
+from reconciler.engine.direct_gate import tools_refusal
 from reconciler.engine.errors import (
     CloudUnavailableError,
     EngineError,
@@ -52,42 +54,18 @@ from reconciler.engine.state.locks import LeaderRule
 from reconciler.engine.state.passphrase import PassphraseKey
 from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.engine.state.store import (
+    DEFAULT_TIMEOUT,
     META,
     BucketError,
     StateStore,
-    cli_settings,
     open_state_store,
 )
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
-__all__ = ["EngineCommand", "EngineContext", "EngineSettings", "Term"]
+__all__ = ["EngineContext", "EngineSettings", "Term"]
 
 log = logging.getLogger("reconciler.engine.context")
-
-# the commands that record an update in the stack's history, with its message
-_UPDATES = ("up", "destroy", "refresh")
-
-# Go's garbage collector target for `pulumi` and its provider plugin, unless the process's own
-# environment sets GOGC: each lives for one operation, and at Go's default (100) collecting
-# is a good part of the CPU it uses. 400 took the CPU of a members-only `up` from 0.71 to 0.60
-# s and of a create's from 0.96 to 0.85 s, with the same peak RSS (129 MiB) of the largest
-# (docs/performance.md, "Go's garbage collector").
-CLI_GOGC = "400"
-
-# Go's processors for `pulumi` and its plugin, unless the process's own environment sets
-# GOMAXPROCS: their work is a few milliseconds of Go between network waits, and the controller
-# runs several at once (--workers); with one each, none spins its idle threads or runs its
-# collector in parallel. 1 took a create's `up` from 0.75-0.79 to 0.68-0.71 CPU seconds on 2
-# cores, wall no longer (docs/performance.md, "The CLI's own logs").
-CLI_GOMAXPROCS = "1"
-
-# The most the `pulumi` CLI's own debug logs ($PULUMI_HOME/logs, one file per command; `pulumi
-# logs list` shows them) may take, in MB, unless the controller's own environment sets it. At
-# every start the CLI lists and stats each file there to rotate them; at its default (500 MB,
-# 7 days) a controller's operations leave tens of thousands, and each `up` then cost about 0.2
-# CPU seconds more (docs/performance.md, "The CLI's own logs"). 32 MB keeps about 700 `up`s'.
-CLI_LOG_MAX_TOTAL_MB = "32"
 
 
 @dataclass(frozen=True)
@@ -121,6 +99,9 @@ class EngineSettings:
     # seconds after which a lock that is not this controller's (a person's, CI's) is removed
     # all the same (--foreign-lock-timeout); None: never (state.lock_plan)
     foreign_lock_timeout: float | None = None
+    # the most seconds one request to the backend may take (a controller's: sized to end
+    # within the Lease's renew deadline, so a write that starts in time also ends in time)
+    backend_timeout: float = DEFAULT_TIMEOUT
 
     @property
     def backend(self) -> str:
@@ -143,28 +124,6 @@ class Term(Protocol):
     def epoch(self) -> int: ...
 
     def replica_hosts(self) -> Collection[str]: ...
-
-
-class EngineCommand(auto.PulumiCommand):
-    """The toolchain's ``pulumi`` as the Automation API runs it: ``fence`` is called before every
-    command (it raises to refuse), and every update carries ``message`` (who made it)."""
-
-    def __init__(self, *, root: str, fence: Callable[[list[str]], None], message: str) -> None:
-        self._fence, self._message = fence, message
-        super().__init__(root=root)
-
-    def run(
-        self,
-        args: list[str],
-        cwd: str,
-        additional_env: Mapping[str, str],
-        on_output: Callable[[str], None] | None = None,
-        on_error: Callable[[str], None] | None = None,
-    ) -> auto.CommandResult:
-        self._fence(args)
-        if self._message and args and args[0] in _UPDATES and "--message" not in args:
-            args = [*args, "--message", self._message]
-        return super().run(args, cwd, additional_env, on_output, on_error)
 
 
 class EngineContext:
@@ -203,6 +162,8 @@ class EngineContext:
         self._rest_lock = threading.Lock()
         self._store: StateStore | None = None
         self._store_lock = threading.Lock()
+        self._gate: tuple[str | None] | None = None  # direct_refusal's answer, once read
+        self._gate_lock = threading.Lock()
 
     @property
     def store(self) -> StateStore | None:
@@ -213,12 +174,82 @@ class EngineContext:
         the backend cannot be read (retried at the next use)."""
         with self._store_lock:
             if self._store is None:
-                store = open_state_store(self.settings.backend, env=self.env())
+                store = open_state_store(
+                    self.settings.backend, env=self.env(), timeout=self.settings.backend_timeout
+                )
                 if store is None:
                     return None
+                if self.leading is not None:  # a controller's: every write fenced and logged
+                    store.bucket.guard = self.backend_write
                 store.check_layout()
                 self._store = store
             return self._store
+
+    @contextlib.contextmanager
+    def backend_write(self, doing: str, need: float) -> Iterator[None]:
+        """The guard of every write and delete of a controller's store (:data:`.state.store.
+        Guard`), right before it reaches the backend: refused with
+        :class:`~reconciler.engine.errors.NotLeaderError` unless this process holds the Lease
+        for at least ``need`` more seconds (the write's bound: then it ends before another
+        replica can take over), and logged with the Lease's term once done (``backend write``,
+        at debug level: what the partition test reads)."""
+        left = self.lease_left()
+        if left < need:
+            raise NotLeaderError(
+                f"{doing} refused: this process holds the Lease for {left:.1f}s more, less "
+                f"than the {need:g}s the write may take (another replica may lead by then)"
+            )
+        yield
+        term = self.term
+        log.debug(
+            "backend write",
+            extra={
+                "write": doing,
+                "epoch": term.epoch() if term is not None else 0,
+                "lease_left": round(self.lease_left(), 3),
+            },
+        )
+
+    def lease_left(self) -> float:
+        """Seconds this process may still write: the Lease's (infinite for a command, or a
+        controller without leader election)."""
+        if self.leading is None:
+            return math.inf
+        if self.term is not None:
+            return self.term.remaining() if self.leading() else 0.0
+        return math.inf if self.leading() else 0.0
+
+    def direct_refusal(self) -> str | None:
+        """Why the direct paths are off (:mod:`.direct_gate`: the ``pulumi`` CLI and the
+        provider plugin are not the versions they were tested with); None: they are on. Read
+        from the binaries once and said once: the CLI's as the Automation API read it when
+        the engine started (``pulumi version``), the plugin's with ``-version`` (about 0.1 s:
+        the engine's warm-up pays it)."""
+        with self._gate_lock:
+            if self._gate is None:
+                found = self.pulumi_command.version
+                cli = f"v{found}" if found is not None else None
+                provider = self._version_of("pulumi-resource-openstack", "-version")
+                refusal = tools_refusal(cli=cli, provider=provider)
+                if refusal:
+                    log.warning("direct paths off", extra={"why": refusal})
+                self._gate = (refusal,)
+            return self._gate[0]
+
+    def _version_of(self, tool: str, flag: str) -> str | None:
+        try:
+            done = subprocess.run(
+                [str(self.settings.toolchain.path(tool)), flag],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=self.env(),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        lines = done.stdout.strip().splitlines()
+        return lines[-1].strip() if done.returncode == 0 and lines else None
 
     def warm_up(self) -> None:
         """Pay before the first operation what the first new stacks would otherwise pay, on a
@@ -229,7 +260,10 @@ class EngineContext:
         :func:`.state.stacks.create_stack`). A failure is logged; the first operation pays then."""
         try:
             store = self.store
-            if store is None or self.settings.secrets_provider != "passphrase":
+            if store is None:
+                return
+            self.direct_refusal()
+            if self.settings.secrets_provider != "passphrase":
                 return
             self.passphrase_key.derive()
             if store.objects(META):
@@ -290,17 +324,11 @@ class EngineContext:
             )
 
     def env(self) -> dict[str, str]:
-        env = self.settings.toolchain.env()
-        for key, value in cli_settings(self.settings.backend).items():
-            env.setdefault(key, value)  # the user's own setting wins
-        env.setdefault("GOGC", CLI_GOGC)
-        env.setdefault("GOMAXPROCS", CLI_GOMAXPROCS)
-        env.setdefault("PULUMI_LOG_ROTATION_MAX_TOTAL_MB", CLI_LOG_MAX_TOTAL_MB)
-        env.update(self.settings.extra_env)
-        env["PULUMI_BACKEND_URL"] = self.settings.backend
-        env["PULUMI_CONFIG_PASSPHRASE"] = self.settings.passphrase.reveal()
-        env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
-        return env
+        """The environment of every ``pulumi`` the engine starts (:func:`.cli.cli_env`)."""
+        s = self.settings
+        return cli_env(
+            s.toolchain, backend=s.backend, passphrase=s.passphrase.reveal(), extra=s.extra_env
+        )
 
     def error(
         self, exc: BaseException, *, stack: str, doing: str, subject: str = ""

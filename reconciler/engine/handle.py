@@ -74,6 +74,9 @@ class StackHandle:
         self.work_dir = s.state_dir / "work" / self.name
         self.imports: dict[str, str] = {}  # logical name -> cloud ID, for the next up only
         self.created = False  # the last open_stack created the stack
+        # the next up reads the cloud first: another writer wrote the stack since a direct
+        # path read it (.members_direct gave up)
+        self.refresh_next = False
 
     @property
     def occm_name(self) -> str:

@@ -38,12 +38,14 @@ __all__ = [
     "members_update",
     "pending_deployment",
     "request_members",
+    "update_record",
     "updated_deployment",
 ]
 
 # the provider's defaults of a member's inputs (openstack 5.x), and the keys of a member as its
 # read of the pool writes them into the outputs
 _INPUT_DEFAULTS = ["adminStateUp", "weight"]
+PROVIDERS = "pulumi:providers:"  # a provider resource's type token starts so
 _OUTPUT_KEYS = frozenset(
     {
         "address",
@@ -306,3 +308,38 @@ def updated_deployment(
         }
         res["modified"] = now
     return out
+
+
+# what a direct update records as its environment in the stack's history, where the CLI records
+# how it was run (``exec.kind``: ``auto.inline`` for the engine's own ``up``)
+DIRECT_ENVIRONMENT = {"exec.kind": "lb-reconciler.direct", "lb-reconciler.direct": "members"}
+
+
+def update_record(
+    *,
+    deployment: Mapping[str, Any],
+    update: MembersUpdate,
+    config: Mapping[str, Any],
+    message: str,
+    started: int,
+    ended: int,
+) -> dict[str, Any]:
+    """The history record of a direct members update, as the CLI records an ``up`` (pulumi's
+    ``backend.UpdateInfo``): ``config`` is the stack's config as the ``up`` of the same change
+    would have been given it; each changed pool's ``Members`` resource is an update, every other
+    resource but the default provider the same. ``started``/``ended``: Unix seconds."""
+    counted = [
+        r for r in deployment.get("resources") or [] if not str(r.get("type")).startswith(PROVIDERS)
+    ]
+    updated = len(update.pools)
+    return {
+        "kind": "update",
+        "startTime": started,
+        "message": message,
+        "environment": dict(DIRECT_ENVIRONMENT),
+        "config": dict(config),
+        "version": 0,
+        "result": "succeeded",
+        "endTime": ended,
+        "resourceChanges": {"same": max(0, len(counted) - updated), "update": updated},
+    }

@@ -188,7 +188,7 @@ class ServiceStack(StackHandle):
         wanted = stack_spec(desired, tags=current)
         spec, frozen = wanted.spec, wanted.frozen
         digest = spec.spec_hash()
-        unsettled = not finished and self.recover(stack, spec)
+        unsettled = (not finished and self.recover(stack, spec)) or self.refresh_next
         if imports:
             self.imports = {**self.imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):

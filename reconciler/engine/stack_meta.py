@@ -68,11 +68,13 @@ __all__ = [
     "list_stacks",
     "new_settings_file",
     "plain_outputs",
+    "record_spec",
     "run_cli",
     "stacks_tagged",
 ]
 
 log = logging.getLogger("reconciler.engine.stack")
+SPEC_CONFIG = f"{CONFIG_NAMESPACE}:{SPEC_KEY}"  # the spec's key in the stack config
 CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
 
 
@@ -128,7 +130,7 @@ def configure(
     """Write the spec, the release flag, the imports and the provider config of ``stack``."""
     engine.fence("writing the config", stack=stack_name)
     plain = {
-        f"{CONFIG_NAMESPACE}:{SPEC_KEY}": auto.ConfigValue(spec.canonical_json()),
+        SPEC_CONFIG: auto.ConfigValue(spec.canonical_json()),
         f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
         f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(dict(imports))),
         f"{CONFIG_NAMESPACE}:{CHILD_DELETE_TIMEOUT_KEY}": auto.ConfigValue(
@@ -184,6 +186,19 @@ def new_settings_file(config_file: Path, salt_state: str) -> None:
     ``stack init`` writes it, and no config yet (:func:`configure` adds it)."""
     config_file.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(config_file, {"encryptionsalt": salt_state})
+
+
+def record_spec(config_file: Path, spec: LoadBalancerSpec) -> dict[str, Any] | None:
+    """After a change made without ``up`` (:mod:`.members_direct`): the spec in the stack's
+    settings file, as :func:`configure` would have written it for that ``up``, so that a
+    ``pulumi preview --config-file`` of it shows no change; its config as written (what the
+    update's history record holds). None when there is no settings file here."""
+    settings = _read_config_file(config_file)
+    if settings is None:
+        return None
+    config = {**(settings.get("config") or {}), SPEC_CONFIG: spec.canonical_json()}
+    _write_settings(config_file, {**settings, "config": config})
+    return config
 
 
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
@@ -311,7 +326,8 @@ def list_stacks(engine: EngineContext) -> list[StackInfo]:
         if found is None:
             continue
         of_stack = locks.get(item.name, []) if locks is not None else None
-        busy = locked(of_stack, rule=engine.lock_rule())
+        holding = store.holding if store is not None else ()
+        busy = locked(of_stack, rule=engine.lock_rule(), holding=holding)
         info = stack_info(item, found, cluster_name=cluster, locked=busy)
         if info is None:
             log.warning("stack %s lacks its namespace or name tag; left out", item.name)

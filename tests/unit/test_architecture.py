@@ -217,6 +217,7 @@ PURE = [
     "reconciler.engine.lost",
     "reconciler.engine.state.lock_plan",
     "reconciler.engine.delete.direct_plan",
+    "reconciler.engine.direct_gate",
     "reconciler.engine.preview",
     "reconciler.engine.adopt.plan",
     "reconciler.engine.adopt.ownership",

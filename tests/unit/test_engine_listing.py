@@ -281,9 +281,10 @@ def test_locked(tmp_path: Path) -> None:
     _lock(root, "prod.default.torn", "a.json", '{"pid": ')
     assert is_locked("prod.default.torn") is True
 
-    # the leader: this process's own lock is an operation of its own, a dead process's of this
-    # host is stale; another host's that is no replica's, and a torn record, are never its own
-    assert is_locked("prod.default.live", leader=True) is True
+    # the leader: this process's own lock that it does not hold (a failed removal left it) and
+    # a dead process's of this host are stale; another host's that is no replica's, and a torn
+    # record, are never its own
+    assert is_locked("prod.default.live", leader=True) is False
     assert is_locked("prod.default.stale", leader=True) is False
     assert is_locked("prod.default.remote", leader=True) is True
     assert is_locked("prod.default.torn", leader=True) is True

@@ -99,6 +99,14 @@ def test_own_means_this_host_a_live_child_or_this_process_and_not_older_than_it(
     assert judge(record(pid=100, host="pod-b"), view()) is Whose.FOREIGN  # same PID, elsewhere
 
 
+def test_this_process_s_own_lock_is_its_own_only_while_it_holds_it() -> None:
+    """A direct path's lock is this process's; one it no longer holds (its removal failed: the
+    Lease lost meanwhile, the backend unreachable) would wedge the stack if it counted."""
+    mine = LockRecord(stack="c.ns.web", key="k1", pid=900, hostname=HOST, timestamp=NOW)
+    assert judge(mine, view(pid=900, holding={"k1"})) is Whose.OWN
+    assert judge(mine, view(pid=900, holding={"k2"})) is Whose.DEAD_HERE
+
+
 def test_a_lock_of_this_host_is_stale_only_when_its_process_is_gone() -> None:
     gone = record(pid=55)
     assert judge(gone, view()) is Whose.DEAD_HERE

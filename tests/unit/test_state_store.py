@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -21,7 +22,12 @@ from reconciler.engine.state.lock_plan import parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
 from reconciler.engine.state.s3 import S3Bucket
 from reconciler.engine.state.stacks import remove_stack
-from reconciler.engine.state.store import BucketError, StateStore, open_state_store
+from reconciler.engine.state.store import (
+    BucketError,
+    StateStore,
+    WriteConflictError,
+    open_state_store,
+)
 from stacks.vocabulary import PROJECT
 
 
@@ -87,7 +93,41 @@ def test_postgres_urls_as_the_clis_driver_reads_them() -> None:
         "connect_timeout": "3",
     }
     bare = _pg_connect_args("postgres://", {"PGHOST": "h", "PGUSER": "u", "PGPASSWORD": "p"})
-    assert bare == {"host": "h", "user": "u", "password": "p", "connect_timeout": "10"}
+    assert bare == {"host": "h", "user": "u", "password": "p"}
+
+
+def test_every_postgres_request_is_bounded_by_the_store_s_timeout() -> None:
+    """No statement, connect or silent peer may outlast the timeout the engine sizes from the
+    Lease (libpq's defaults wait for ever); the URL's own settings are kept beside them."""
+    bucket = PostgresBucket("postgres://u@h/db?search_path=pulumi", env={}, timeout=3.0)
+    args = bucket._connect_args
+    assert args["connect_timeout"] == "3"
+    assert args["tcp_user_timeout"] == "3000"
+    assert (args["keepalives"], args["keepalives_idle"], args["keepalives_count"]) == (
+        "1",
+        "3",
+        "2",
+    )
+    assert args["options"] == "-c search_path=pulumi -c statement_timeout=3000"
+    assert bucket.write_bound == 3.0
+    # libpq's shortest connect timeout is 2 s; the user's own choice wins
+    fast = PostgresBucket("postgres://u@h/db?connect_timeout=7", env={}, timeout=0.5)
+    assert fast._connect_args["connect_timeout"] == "7"
+    assert fast._connect_args["options"] == "-c statement_timeout=500"
+    assert (
+        PostgresBucket("postgres://u@h/db", env={}, timeout=0.5)._connect_args["connect_timeout"]
+        == "2"
+    )
+
+
+def test_every_s3_request_is_bounded_by_the_store_s_timeout() -> None:
+    """Two attempts of a connect and a read each within a quarter of the timeout (botocore's
+    defaults are 60 s each and more attempts)."""
+    bucket = S3Bucket("s3://b?endpoint=127.0.0.1:9&disableSSL=true", env={}, timeout=4.0)
+    config = bucket._s3().meta.config
+    assert (config.connect_timeout, config.read_timeout) == (1.0, 1.0)
+    assert config.retries["total_max_attempts"] == 2
+    assert bucket.write_bound == 4.0
 
 
 @pytest.mark.parametrize(
@@ -242,3 +282,59 @@ def test_a_write_killed_midway_leaves_nothing_where_the_cli_lists(tmp_path: Path
     os.utime(leftovers[0], (0, 0))  # long ago
     store.check_layout()  # opening the store sweeps it
     assert list((tmp_path / STAGING).iterdir()) == []
+
+
+def _checkpoint_file(
+    store: StateStore, stack: str, suffix: str, document: dict[str, object]
+) -> Path:
+    bucket = store.bucket
+    assert isinstance(bucket, FileBucket)
+    path = bucket.root / f"{store.stacks_prefix()}{stack}{suffix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(document).encode()
+    path.write_bytes(gzip.compress(text) if suffix.endswith(".gz") else text)
+    return path
+
+
+def test_the_checkpoint_is_read_where_the_cli_reads_it(tmp_path: Path) -> None:
+    """pulumi's stackPath: the newest of .json, .json.gz and .json.zst (was: .json first, so a
+    stack the CLI had moved to .json.gz was read from its stale .json)."""
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    plain = _checkpoint_file(store, "c.ns.web", ".json", {"version": 3, "checkpoint": {"n": 1}})
+    packed = _checkpoint_file(store, "c.ns.web", ".json.gz", {"version": 3, "checkpoint": {"n": 2}})
+    os.utime(plain, (1000, 1000))
+    os.utime(packed, (2000, 2000))
+    assert store.checkpoint_key("c.ns.web") == f"{store.stacks_prefix()}c.ns.web.json.gz"
+    assert store.checkpoint("c.ns.web") == {"version": 3, "checkpoint": {"n": 2}}
+    os.utime(plain, (3000, 3000))
+    assert store.checkpoint("c.ns.web") == {"version": 3, "checkpoint": {"n": 1}}
+    os.utime(plain, (2000, 2000))  # a tie: the last listed, as the CLI's listing
+    assert store.checkpoint("c.ns.web") == {"version": 3, "checkpoint": {"n": 2}}
+    (tmp_path / f"{store.stacks_prefix()}c.ns.web.json.zst").write_bytes(b"\x28\xb5\x2f\xfd")
+    assert store.read_checkpoint("c.ns.web") is None  # newest is zstd: this code does not read it
+
+
+def test_a_deployment_is_written_over_the_checkpoint_it_was_read_from_only(tmp_path: Path) -> None:
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    _checkpoint_file(store, "c.ns.web", ".json", {"version": 3, "checkpoint": {"latest": {"n": 1}}})
+    read = store.read_checkpoint("c.ns.web")
+    assert read is not None
+    written = store.write_deployment("c.ns.web", {"n": 2}, expect=read)
+    assert store.deployment("c.ns.web") == {"n": 2}
+    bak = tmp_path / f"{store.stacks_prefix()}c.ns.web.json.bak"
+    assert bak.read_bytes() == read.raw  # the CLI's saveCheckpoint: the one replaced, kept
+    # a writer that read before the other wrote: refused, nothing replaced
+    with pytest.raises(WriteConflictError):
+        store.write_deployment("c.ns.web", {"n": 3}, expect=read)
+    assert store.deployment("c.ns.web") == {"n": 2}
+    assert store.write_deployment("c.ns.web", {"n": 4}, expect=written).deployment == {"n": 4}
+
+
+def test_tags_are_written_over_the_version_read_only(tmp_path: Path) -> None:
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    version = store.write_tags("c.ns.web", {"a": "1"})
+    assert store.tags_versioned("c.ns.web") == ({"a": "1"}, version)
+    store.write_tags("c.ns.web", {"a": "2"})  # another writer
+    with pytest.raises(WriteConflictError):
+        store.write_tags("c.ns.web", {"a": "3"}, if_version=version)
+    assert store.tags("c.ns.web") == {"a": "2"}

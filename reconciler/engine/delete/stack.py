@@ -105,8 +105,7 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
     tags.apply(current, drop=[HASH_TAG])  # an interrupted destroy must not look applied
     owns = bool(lb_id) and not shared
     direct = direct_plan(ss, lb_id, keep_floating_ip) if owns and not unadopted else None
-    if direct is not None and not others_on(rest, lb_id, ours=ss.occm_name):
-        delete_directly(ss, rest, direct)
+    if direct is not None and delete_directly(ss, rest, *direct):
         return DeleteResult(True)
     if keep_floating_ip is not None and outputs.get("floating_ip") and not shared:
         _keep_as_asked(ss, stack, keep=keep_floating_ip, applied=bool(outputs.get("fip_keep")))

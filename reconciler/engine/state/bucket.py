@@ -36,6 +36,8 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,14 +45,19 @@ from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "Bucket",
     "BucketError",
     "FileBucket",
+    "Guard",
     "StoredObject",
+    "WriteConflictError",
     "is_true",
     "key_prefix",
     "redacted_url",
+    "unguarded",
     "url_query",
+    "version_of",
 ]
 
 log = logging.getLogger("reconciler.engine.stack")
@@ -71,6 +78,33 @@ class BucketError(RuntimeError):
     (credentials removed) and what failed."""
 
 
+class WriteConflictError(BucketError):
+    """A conditional write found the object changed, or gone, since the version it was given
+    was read: another writer (a person's ``pulumi refresh``) wrote meanwhile. Nothing written."""
+
+
+# A guard is called right before each write or delete reaches the backend, with what is done and
+# the most seconds it can take (the bucket's timeouts); it raises to refuse it (a controller that
+# could lose the Lease before the write ends), and the context it returns is left once the write
+# is done (a log line naming the writer's term).
+Guard = Callable[[str, float], AbstractContextManager[None]]
+
+# Each backend request of a controller gives up after this many seconds unless the engine sizes
+# it from the Lease's renew deadline (EngineSettings.backend_timeout).
+DEFAULT_TIMEOUT = 5.0
+
+
+def unguarded(_doing: str, _need: float) -> AbstractContextManager[None]:
+    """The guard of a store that nothing fences (a command a person or CI runs)."""
+    return contextlib.nullcontext()
+
+
+def version_of(data: bytes) -> str:
+    """The version token of an object whose backend has none of its own (``file://``): a
+    digest of its bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
 @dataclass(frozen=True)
 class StoredObject:
     """One object of a backend: its key (relative to the backend's root, e.g.
@@ -82,7 +116,13 @@ class StoredObject:
 
 
 class Bucket(Protocol):
+    """A backend's objects. Writes and deletes pass ``guard`` first (:data:`Guard`); each
+    request is bounded by ``timeout`` seconds (``write_bound`` for one write, retries
+    included)."""
+
     url: str  # the backend URL, credentials removed (for messages)
+    guard: Guard
+    write_bound: float
 
     def list(self, prefix: str) -> list[StoredObject]:
         """The objects whose key starts with ``prefix``, sorted by key."""
@@ -96,9 +136,18 @@ class Bucket(Protocol):
         """Every object under ``prefix`` whose key ends with ``suffix``, read."""
         ...
 
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
+        """The object's bytes and its version token (what :meth:`write`'s ``if_version``
+        compares); None when there is no such object."""
+        ...
+
     def exists(self, key: str) -> bool: ...
 
-    def write(self, key: str, data: bytes) -> None: ...
+    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
+        """Write the object whole; its new version token. ``if_version``: only if the object
+        is still at that version (:class:`WriteConflictError` otherwise), with the backend's own
+        conditional write where it has one."""
+        ...
 
     def delete(self, key: str) -> None:
         """Remove the object; no error when it is already gone."""
@@ -157,9 +206,12 @@ def _write_atomically(path: Path, data: bytes, *, staging: Path) -> None:
 class FileBucket:
     """A ``file://`` backend: a folder."""
 
+    write_bound = 1.0  # a local file system
+
     def __init__(self, root: Path, *, url: str) -> None:
         self.root = root
         self.url = url
+        self.guard: Guard = unguarded
 
     def sweep_staging(self, *, older_than: float = 600.0) -> int:
         """Remove what writes cut off by a kill left in the staging folder (:data:`STAGING`)
@@ -210,6 +262,10 @@ class FileBucket:
         except OSError as exc:
             raise BucketError(f"reading {key} of {self.url}: {exc}") from None
 
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
+        data = self.read(key)
+        return None if data is None else (data, version_of(data))
+
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -220,12 +276,23 @@ class FileBucket:
                 found[obj.key] = data
         return found
 
-    def write(self, key: str, data: bytes) -> None:
+    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
         """The object, then its sidecar, each written whole (a temporary file renamed over the
-        old one); the blob library writes the sidecar in place, which a kill can tear."""
+        old one); the blob library writes the sidecar in place, which a kill can tear. With
+        ``if_version``: compared with the file's bytes, then renamed over it (a folder has no
+        conditional rename; the caller holds the stack's lock, which the CLI respects)."""
         path = self._path(key)
         staging = self.root / STAGING
-        _write_atomically(path, data, staging=staging)
+        with self.guard(f"writing {key}", self.write_bound):
+            if if_version is not None:
+                current = self.read_versioned(key)
+                if current is None or current[1] != if_version:
+                    raise WriteConflictError(f"{key} of {self.url} changed since it was read")
+            _write_atomically(path, data, staging=staging)
+            self._write_sidecar(path, data, staging=staging)
+        return version_of(data)
+
+    def _write_sidecar(self, path: Path, data: bytes, *, staging: Path) -> None:
         sidecar = path.with_name(path.name + ATTRS)
         attrs: dict[str, object] = dict(_SIDECAR_DEFAULTS)
         with contextlib.suppress(OSError, ValueError):
@@ -237,8 +304,9 @@ class FileBucket:
 
     def delete(self, key: str) -> None:
         path = self._path(key)
-        path.unlink(missing_ok=True)
-        path.with_name(path.name + ATTRS).unlink(missing_ok=True)
+        with self.guard(f"deleting {key}", self.write_bound):
+            path.unlink(missing_ok=True)
+            path.with_name(path.name + ATTRS).unlink(missing_ok=True)
 
     def remove_torn_sidecars(self, prefix: str) -> tuple[str, ...]:
         """Remove the sidecars under ``prefix`` that are not JSON; their names.

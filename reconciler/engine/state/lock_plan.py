@@ -14,9 +14,11 @@ never its to take.
 **The leader** (:func:`judge`, :func:`stale_for_leader`) sorts each lock of its cluster's stacks
 into one of :class:`Whose`:
 
-* ``OWN``: held by this process or one of its live ``pulumi`` children: an operation of its own
-  runs (written under this host's name, by that PID, and not before that process started: a PID
-  reused by a later process does not inherit an older record);
+* ``OWN``: held by one of this process's live ``pulumi`` children (written under this host's
+  name, by that PID, and not before that child started: a PID reused by a later process does not
+  inherit an older record), or by this process itself while it holds it (a direct path's lock;
+  one of its own it no longer holds, left by a write that failed, is stale): an operation of its
+  own runs;
 * ``DEAD_HERE``: written on this host by a process that is gone (no process has the PID, or the
   one that has it started after the record was written): provably stale, whoever wrote it;
 * ``REPLICA``: written on the host of another replica of this controller (a past holder of the
@@ -144,14 +146,17 @@ class Whose(enum.Enum):
 
 @dataclass(frozen=True)
 class LeaderView:
-    """What the leader knows when it judges locks: this host's name; ``ours``: this process and
-    its live ``pulumi`` children (PID -> when it started); ``running``: the live processes of
-    this host among the locks' PIDs (PID -> when it started); ``replicas``: the hostnames of this
-    controller's other replicas (past Lease holders, none holding it now); ``foreign_timeout``:
-    how old anyone else's lock must be to be removed (None: never); ``now``."""
+    """What the leader knows when it judges locks: this host's name; ``pid``: this process's,
+    and ``holding``: the keys of the locks it holds now; ``ours``: its live ``pulumi`` children
+    (PID -> when it started); ``running``: the live processes of this host among the locks'
+    PIDs (PID -> when it started); ``replicas``: the hostnames of this controller's other
+    replicas (past Lease holders, none holding it now); ``foreign_timeout``: how old anyone
+    else's lock must be to be removed (None: never); ``now``."""
 
     hostname: str
     now: datetime
+    pid: int = 0
+    holding: Collection[str] = ()
     ours: Mapping[int, datetime] = field(default_factory=dict)
     running: Mapping[int, datetime] = field(default_factory=dict)
     replicas: Collection[str] = ()
@@ -169,6 +174,8 @@ def _written_by(lock: LockRecord, started: datetime | None) -> bool:
 def judge(lock: LockRecord, view: LeaderView) -> Whose:
     """Whose ``lock`` is (:class:`Whose`), as the leader described by ``view`` sees it."""
     if lock.readable and lock.hostname == view.hostname:
+        if view.pid and lock.pid == view.pid:
+            return Whose.OWN if lock.key in view.holding else Whose.DEAD_HERE
         if _written_by(lock, view.ours.get(lock.pid)):
             return Whose.OWN
         if _written_by(lock, view.running.get(lock.pid)):

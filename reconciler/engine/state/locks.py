@@ -75,13 +75,12 @@ def list_locks(
     return [lock for locks in store.all_locks().values() for lock in locks]
 
 
-def leader_view(locks: Sequence[LockRecord], rule: LeaderRule) -> LeaderView:
-    """What the leader's rule decides over, read from this host for ``locks``."""
+def leader_view(
+    locks: Sequence[LockRecord], rule: LeaderRule, *, holding: Collection[str] = ()
+) -> LeaderView:
+    """What the leader's rule decides over, read from this host for ``locks``; ``holding``: the
+    keys of the locks this process holds now (:attr:`StateStore.holding`)."""
     host = socket.gethostname()  # what the `pulumi` children write: they share our UTS namespace
-    ours = pulumi_children()
-    me = started_at(os.getpid())
-    if me is not None:
-        ours[os.getpid()] = me  # the store's own locks (the direct paths)
     running = {
         lock.pid: started
         for lock in locks
@@ -90,20 +89,24 @@ def leader_view(locks: Sequence[LockRecord], rule: LeaderRule) -> LeaderView:
     return LeaderView(
         hostname=host,
         now=datetime.now(UTC),
-        ours=ours,
+        pid=os.getpid(),
+        holding=frozenset(holding),
+        ours=pulumi_children(),
         running=running,
         replicas=frozenset(rule.replicas) - {host},
         foreign_timeout=rule.foreign_timeout,
     )
 
 
-def _judged(locks: Sequence[LockRecord], rule: LeaderRule | None) -> list[Whose]:
+def _judged(
+    locks: Sequence[LockRecord], rule: LeaderRule | None, *, holding: Collection[str] = ()
+) -> list[Whose]:
     """Each lock's :class:`Whose` by the leader's rule; for a bystander, ``DEAD_HERE`` for the
     provably stale ones and ``FOREIGN`` for the rest."""
     if not locks:
         return []  # no need to read /proc
     if rule is not None:
-        view = leader_view(locks, rule)
+        view = leader_view(locks, rule, holding=holding)
         return [judge(lock, view) for lock in locks]
     host = socket.gethostname()
     here = {lock.pid for lock in locks if lock.hostname == host and alive(lock.pid)}
@@ -142,7 +145,7 @@ def clear_stale_locks(
             )
         ]
     cleared = Cleared()
-    for lock, whose in zip(locks, _judged(locks, rule), strict=True):
+    for lock, whose in zip(locks, _judged(locks, rule, holding=store.holding), strict=True):
         if whose.stale:
             log.warning(
                 "removing the stale lock of stack %s held by %s: %s",
@@ -157,9 +160,15 @@ def clear_stale_locks(
     return cleared
 
 
-def locked(locks: Sequence[LockRecord] | None, *, rule: LeaderRule | None) -> bool | None:
+def locked(
+    locks: Sequence[LockRecord] | None,
+    *,
+    rule: LeaderRule | None,
+    holding: Collection[str] = (),
+) -> bool | None:
     """Whether a lock that is not stale (by the same rule) is among a stack's ``locks``: an
-    operation runs on it, or may. None when the locks could not be listed."""
+    operation runs on it, or may. None when the locks could not be listed. ``holding``: the
+    keys of the locks this process holds now."""
     if locks is None:
         return None
-    return not all(whose.stale for whose in _judged(locks, rule))
+    return not all(whose.stale for whose in _judged(locks, rule, holding=holding))

@@ -11,15 +11,27 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
+import math
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from reconciler.engine.state.bucket import BucketError, StoredObject, redacted_url, url_query
+from reconciler.engine.state.bucket import (
+    DEFAULT_TIMEOUT,
+    BucketError,
+    Guard,
+    StoredObject,
+    WriteConflictError,
+    redacted_url,
+    unguarded,
+    url_query,
+)
 
 __all__ = ["POSTGRES_CLI_SETTINGS", "PostgresBucket", "cli_settings"]
 
@@ -91,16 +103,85 @@ def _pg_connect_args(url: str, env: Mapping[str, str]) -> dict[str, str]:
     for var, keyword in _PG_ENV.items():
         if env.get(var):
             args.setdefault(keyword, env[var])
-    args.setdefault("connect_timeout", "10")
     return args
 
 
-class PostgresBucket:
-    """A ``postgres://`` backend: the rows of one table. One connection, shared by the
-    engine's threads (each statement is short), opened on first use and again after a loss."""
+class _Pool:
+    """At most ``size`` connections, each used by one statement at a time (the engine's
+    workers, the housekeeper and the listing run statements at once: one shared connection made
+    each wait for the others), opened when needed and kept for the next; one that failed is
+    closed, not kept."""
 
-    def __init__(self, url: str, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, connect: Callable[[], Any], *, size: int, wait: float) -> None:
+        self._connect, self._wait = connect, wait
+        self._idle: list[Any] = []
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        if not self._slots.acquire(timeout=self._wait):
+            raise TimeoutError(f"no free connection after {self._wait:g}s")
+        conn = None
+        try:
+            with self._lock:
+                while self._idle and conn is None:
+                    conn = self._idle.pop()
+                    if conn.closed:
+                        conn = None
+            if conn is None:
+                conn = self._connect()
+            yield conn
+        except BaseException:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                conn = None
+            raise
+        finally:
+            if conn is not None and not conn.closed:
+                with self._lock:
+                    self._idle.append(conn)
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+# connections per backend: the engine's workers and housekeeper at once, no more
+POOL_SIZE = 8
+
+
+def _timeouts(timeout: float) -> dict[str, str]:
+    """libpq's settings that bound every request by ``timeout`` seconds: the connect (libpq's
+    minimum is 2 s), each statement (``statement_timeout``, on the server), unacknowledged data
+    (``tcp_user_timeout``) and a silent peer (TCP keepalives)."""
+    ms = str(max(1, int(timeout * 1000)))
+    return {
+        "connect_timeout": str(max(2, math.ceil(timeout))),
+        "tcp_user_timeout": ms,
+        "keepalives": "1",
+        "keepalives_idle": str(max(1, int(timeout))),
+        "keepalives_interval": "1",
+        "keepalives_count": "2",
+        "options": f"-c statement_timeout={ms}",
+    }
+
+
+class PostgresBucket:
+    """A ``postgres://`` backend: the rows of one table, through a small pool of connections
+    (:class:`_Pool`), every request bounded by ``timeout`` seconds (:func:`_timeouts`)."""
+
+    def __init__(
+        self, url: str, *, env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.url = redacted_url(url)
+        self.guard: Guard = unguarded
+        self.write_bound = timeout  # the statement's bound: the guard is asked once connected
         query = url_query(url)
         table = query.get("table") or "pulumi_state"
         if not _TABLE.match(table):
@@ -110,11 +191,21 @@ class PostgresBucket:
             )
         # unquoted in the CLI's SQL, so PostgreSQL folds it to lower case
         self.table = tuple(table.lower().split("."))
-        self._connect_args = _pg_connect_args(url, os.environ if env is None else env)
+        args = _pg_connect_args(url, os.environ if env is None else env)
+        bounds = _timeouts(timeout)
+        # the URL's (or PG*'s) own settings win, but the statement timeout is always set
+        self._connect_args = {**bounds, **args}
+        if "options" in args:
+            self._connect_args["options"] = f"{args['options']} {bounds['options']}"
         self.prefix = unquote(urlsplit(url).path).lstrip("/")
         self.prefix = self.prefix + "/" if self.prefix else ""
-        self._conn: Any = None
-        self._lock = threading.Lock()
+        self._pool = _Pool(self._open, size=POOL_SIZE, wait=timeout)
+
+    def _open(self) -> Any:
+        import psycopg
+        from psycopg.conninfo import make_conninfo
+
+        return psycopg.connect(make_conninfo("", **self._connect_args), autocommit=True)
 
     def _sql(self, text: str) -> Any:
         from psycopg import sql
@@ -123,42 +214,44 @@ class PostgresBucket:
 
     def _run(
         self, doing: str, text: str, params: tuple[Any, ...], *, writes: bool = False
-    ) -> list[tuple[Any, ...]]:
-        """Run one statement (autocommit); the rows it returned. A missing table (the CLI has
-        not opened this backend yet) reads as empty; writing to it is an error."""
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Run one statement (autocommit): the rows it returned and how many it touched. A
+        missing table (the CLI has not opened this backend yet) reads as empty; writing to it
+        is an error. A write passes the guard once its connection is open, right before it is
+        sent; a broken connection is replaced and the statement sent once more."""
         import psycopg
-        from psycopg.conninfo import make_conninfo
 
         query = self._sql(text)
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        info = make_conninfo("", **self._connect_args)
-                        self._conn = psycopg.connect(info, autocommit=True)
-                    with self._conn.cursor() as cur:
-                        cur.execute(query, params)
-                        return list(cur.fetchall()) if cur.description else []
-                except psycopg.errors.UndefinedTable as exc:
-                    if writes:
-                        raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
-                    return []
-                except psycopg.OperationalError as exc:
-                    with contextlib.suppress(Exception):
-                        self._conn.close()
-                    self._conn = None
-                    if attempt == 2:
-                        raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
-                except psycopg.Error as exc:
+        for attempt in (1, 2):
+            try:
+                with (
+                    self._pool.connection() as conn,
+                    self.guard(doing, self.write_bound) if writes else _nothing(),
+                    conn.cursor() as cur,
+                ):
+                    cur.execute(query, params)
+                    rows = list(cur.fetchall()) if cur.description else []
+                    return rows, cur.rowcount
+            except psycopg.errors.UndefinedTable as exc:
+                if writes:
                     raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
-        return []  # not reached
+                return [], 0
+            except (psycopg.OperationalError, TimeoutError) as exc:
+                if attempt == 2 or isinstance(exc, psycopg.errors.QueryCanceled):
+                    raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
+            except psycopg.Error as exc:
+                raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
+        return [], 0  # not reached
+
+    def _rows(self, doing: str, text: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._run(doing, text, params)[0]
 
     @staticmethod
     def _like(prefix: str) -> str:
         return re.sub(r"([\\%_])", r"\\\1", prefix) + "%"
 
     def list(self, prefix: str) -> list[StoredObject]:
-        rows = self._run(
+        rows = self._rows(
             f"listing {prefix}",
             "SELECT key, length(decode(data->>'data', 'base64')), updated_at FROM {table} "
             "WHERE key LIKE %s ORDER BY key",
@@ -172,15 +265,24 @@ class PostgresBucket:
         return base64.b64decode(str(data))
 
     def read(self, key: str) -> bytes | None:
-        rows = self._run(
+        got = self.read_versioned(key)
+        return None if got is None else got[0]
+
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
+        """The row's bytes; its version is the MD5 of its stored text (what a conditional
+        ``UPDATE`` compares)."""
+        rows = self._rows(
             f"reading {key}",
             "SELECT data->>'data' FROM {table} WHERE key = %s",
             (self.prefix + key,),
         )
-        return self._decode(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        text = str(rows[0][0])
+        return self._decode(text), _md5(text)
 
     def read_many(self, prefix: str, suffix: str) -> dict[str, bytes]:
-        rows = self._run(
+        rows = self._rows(
             f"reading {prefix}*{suffix}",
             "SELECT key, data->>'data' FROM {table} WHERE key LIKE %s AND right(key, %s) = %s",
             (self._like(self.prefix + prefix), len(suffix), suffix),
@@ -190,17 +292,35 @@ class PostgresBucket:
 
     def exists(self, key: str) -> bool:
         query = "SELECT 1 FROM {table} WHERE key = %s"
-        return bool(self._run(f"reading {key}", query, (self.prefix + key,)))
+        return bool(self._rows(f"reading {key}", query, (self.prefix + key,)))
 
-    def write(self, key: str, data: bytes) -> None:
-        blob = json.dumps({"data": base64.b64encode(data).decode()})
-        self._run(
-            f"writing {key}",
-            "INSERT INTO {table} (key, data) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, updated_at = now()",
-            (self.prefix + key, blob),
-            writes=True,
-        )
+    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
+        """An upsert; with ``if_version``, an ``UPDATE`` of the row only while its text's MD5
+        is that version (PostgreSQL's compare-and-swap, atomic in the server)."""
+        text = base64.b64encode(data).decode()
+        blob = json.dumps({"data": text})
+        doing = f"writing {key}"
+        if if_version is None:
+            self._run(
+                doing,
+                "INSERT INTO {table} (key, data) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, updated_at = now()",
+                (self.prefix + key, blob),
+                writes=True,
+            )
+        else:
+            _rows, count = self._run(
+                doing,
+                "UPDATE {table} SET data = %s, updated_at = now() "
+                "WHERE key = %s AND md5(data->>'data') = %s",
+                (blob, self.prefix + key, if_version),
+                writes=True,
+            )
+            if count != 1:
+                raise WriteConflictError(
+                    f"{doing} in backend {self.url}: changed since it was read"
+                )
+        return _md5(text)
 
     def delete(self, key: str) -> None:
         self._run(
@@ -211,8 +331,13 @@ class PostgresBucket:
         )
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                with contextlib.suppress(Exception):
-                    self._conn.close()
-                self._conn = None
+        self._pool.close()
+
+
+def _md5(text: str) -> str:
+    """PostgreSQL's ``md5(text)`` of the stored base64 text, computed here."""
+    return hashlib.md5(text.encode()).hexdigest()  # noqa: S324 (a version token, not security)
+
+
+def _nothing() -> AbstractContextManager[None]:
+    return contextlib.nullcontext()

@@ -15,11 +15,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from reconciler.engine.state.bucket import (
+    DEFAULT_TIMEOUT,
     BucketError,
+    Guard,
     StoredObject,
+    WriteConflictError,
     is_true,
     key_prefix,
     redacted_url,
+    unguarded,
     url_query,
 )
 
@@ -29,8 +33,15 @@ __all__ = ["S3Bucket"]
 class S3Bucket:
     """An ``s3://`` backend (AWS S3 or any S3 API: MinIO, Ceph RGW, Swift's s3api)."""
 
-    def __init__(self, url: str, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, url: str, *, env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.url = redacted_url(url)
+        self.guard: Guard = unguarded
+        # two attempts, each a connect and a read of at most a quarter of the timeout: one
+        # request, retry included, ends within it (botocore's defaults: 60 s each, 5 attempts)
+        self.timeout = timeout
+        self.write_bound = timeout
         parts = urlsplit(url)
         self.bucket = parts.hostname or ""
         if not self.bucket:
@@ -72,14 +83,18 @@ class S3Bucket:
             # as the CLI sends to a store that is not AWS's own: no aws-chunked checksums
             request_checksum_calculation="when_required" if endpoint else "when_supported",
             response_checksum_validation="when_required" if endpoint else "when_supported",
-            retries={"mode": "standard", "max_attempts": 3},
+            retries={"mode": "standard", "total_max_attempts": 2},
+            connect_timeout=self.timeout / 4,
+            read_timeout=self.timeout / 4,
             max_pool_connections=16,
         )
         return session.create_client(
             "s3", region_name=region or "us-east-1", endpoint_url=endpoint, config=config, **keys
         )
 
-    def _call(self, doing: str, fn: Any, /, **kwargs: Any) -> Any:
+    def _call(self, doing: str, fn: Any, /, *, conflict: bool = False, **kwargs: Any) -> Any:
+        """``fn(**kwargs)``; None for a missing object. ``conflict``: a conditional request,
+        whose 412 is a :class:`WriteConflictError`."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -88,6 +103,8 @@ class S3Bucket:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in {"NoSuchKey", "404", "NotFound"}:
                 return None
+            if conflict and code in {"PreconditionFailed", "412", "ConditionalRequestConflict"}:
+                raise WriteConflictError(f"{doing} in backend {self.url}: {exc}") from None
             raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
         except BotoCoreError as exc:
             raise BucketError(f"{doing} in backend {self.url}: {exc}") from None
@@ -110,6 +127,10 @@ class S3Bucket:
                 return sorted(out, key=lambda o: o.key)
 
     def read(self, key: str) -> bytes | None:
+        got = self.read_versioned(key)
+        return None if got is None else got[0]
+
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
         got = self._call(
             f"reading {key}", self._s3().get_object, Bucket=self.bucket, Key=self.prefix + key
         )
@@ -120,7 +141,7 @@ class S3Bucket:
             data: bytes = body.read()
         finally:
             body.close()
-        return data
+        return data, str(got.get("ETag") or "")
 
     def read_many(self, prefix: str, suffix: str) -> dict[str, bytes]:
         keys = [o.key for o in self.list(prefix) if o.key.endswith(suffix)]
@@ -136,19 +157,29 @@ class S3Bucket:
             is not None
         )
 
-    def write(self, key: str, data: bytes) -> None:
-        self._call(
-            f"writing {key}",
-            self._s3().put_object,
-            Bucket=self.bucket,
-            Key=self.prefix + key,
-            Body=data,
-        )
+    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
+        """``PutObject``; with ``if_version``, ``If-Match`` on the ETag (S3's conditional
+        write: AWS, MinIO, Ceph RGW answer 412 when the object changed, 404 when it is gone)."""
+        doing = f"writing {key}"
+        condition = {"IfMatch": if_version} if if_version is not None else {}
+        with self.guard(doing, self.write_bound):
+            put = self._call(
+                doing,
+                self._s3().put_object,
+                Bucket=self.bucket,
+                Key=self.prefix + key,
+                Body=data,
+                conflict=if_version is not None,
+                **condition,
+            )
+        if put is None:  # 404: the object went
+            raise WriteConflictError(f"{doing} in backend {self.url}: the object is gone")
+        return str(put.get("ETag") or "")
 
     def delete(self, key: str) -> None:
-        self._call(
-            f"deleting {key}", self._s3().delete_object, Bucket=self.bucket, Key=self.prefix + key
-        )
+        doing = f"deleting {key}"
+        with self.guard(doing, self.write_bound):
+            self._call(doing, self._s3().delete_object, Bucket=self.bucket, Key=self.prefix + key)
 
     def close(self) -> None:
         with self._lock:

@@ -2,13 +2,23 @@
 removed as ``pulumi stack rm --force --remove-backups`` removes it, what the CLI leaves after a
 removal, and the history and backups kept to ``--keep-history`` (what pulumi's
 ``pkg/backend/diy/state.go`` does). Each takes the stack's lock as the CLI takes one
-(:meth:`~reconciler.engine.state.store.StateStore.locked`) unless its caller holds it.
-:mod:`reconciler.engine.state.retention` decides what is pruned.
+(:func:`locked`) unless its caller holds it. :mod:`reconciler.engine.state.retention` decides what
+is pruned.
 """
 
 from __future__ import annotations
 
+import contextlib
+import getpass
+import gzip
 import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from reconciler.engine.state.lock_plan import LockRecord
 from reconciler.engine.state.retention import backups_to_prune, history_to_prune
@@ -16,16 +26,106 @@ from reconciler.engine.state.store import (
     CHECKPOINT_SUFFIXES,
     ORGANIZATION,
     TAGS_SUFFIX,
+    Checkpoint,
     StateStore,
 )
 
 __all__ = [
     "create_stack",
+    "has_journal",
+    "history_time",
+    "last_update",
+    "locked",
     "prune",
+    "record_update",
     "remove_leftovers",
     "remove_stack",
     "remove_stack_objects",
 ]
+
+
+def _lock_content() -> dict[str, Any]:
+    """A lock record as the CLI writes one (``pkg/backend/diy/lock.go``): this process."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a container's UID with no name (OpenShift's random UIDs)
+        user = str(os.getuid())
+    return {
+        "pid": os.getpid(),
+        "username": user,
+        "hostname": socket.gethostname(),
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
+
+
+@contextlib.contextmanager
+def locked(store: StateStore, stack: str) -> Iterator[list[LockRecord]]:
+    """A lock of this process on ``stack``, taken as the CLI takes one (``pkg/backend/diy/
+    lock.go``): yields the locks of others that refuse it (none held: it is written, and checked
+    again after writing), and removes it after."""
+    held = store.list_locks(stack)
+    if held:
+        yield held
+        return
+    key = f"{store.locks_prefix(stack)}{uuid.uuid4()}.json"
+    store.holding.add(key)
+    try:
+        store.bucket.write(key, json.dumps(_lock_content()).encode())
+        yield [lock for lock in store.list_locks(stack) if lock.key != key]
+    finally:
+        store.holding.discard(key)  # held no more, even when it cannot be removed now
+        store.bucket.delete(key)
+
+
+def has_journal(store: StateStore, stack: str) -> bool:
+    """Whether ``stack`` has journal objects (:meth:`StateStore.journal_prefix`): an update of a
+    newer CLI, not consolidated yet, that a direct write would contradict."""
+    return bool(store.bucket.list(store.journal_prefix(stack)))
+
+
+def last_update(store: StateStore, stack: str) -> dict[str, Any] | None:
+    """The record of ``stack``'s newest update in its history (``pulumi stack history``'s
+    first entry), None without one (or in a format this code does not read)."""
+    prefix = store.history_prefix(stack)
+    records = [o.key for o in store.bucket.list(prefix) if ".history.json" in o.key]
+    if not records:
+        return None
+    key = max(records, key=history_time)
+    data = store.bucket.read(key)
+    if data is None:
+        return None
+    try:
+        record = json.loads(gzip.decompress(data) if key.endswith(".gz") else data)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def history_time(key: str) -> int:
+    """The time (Unix nanoseconds) in a history object's name ``<stack>-<time>.history...``."""
+    stem = key.rsplit("/", 1)[-1].split(".", 1)[0]
+    try:
+        return int(stem.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def record_update(
+    store: StateStore, stack: str, checkpoint: Checkpoint, record: Mapping[str, Any]
+) -> None:
+    """What the CLI writes once an update has ended (pulumi's ``addToHistory``, then
+    ``backupStack``): the update's ``record`` and a copy of ``checkpoint`` (the state it left)
+    in the stack's history, and a copy in its backups, compressed as the checkpoint is. The
+    caller holds the stack's lock, and prunes after (:func:`prune`)."""
+    packed = checkpoint.key.endswith(".gz")
+    ext = ".json.gz" if packed else ".json"
+    prefix = f"{store.history_prefix(stack)}{stack}-{time.time_ns()}"
+    text = json.dumps(dict(record), separators=(",", ":")).encode()
+    store.bucket.write(f"{prefix}.history{ext}", gzip.compress(text) if packed else text)
+    store.bucket.write(f"{prefix}.checkpoint{ext}", checkpoint.raw)
+    store.bucket.write(
+        f"{store.backups_prefix(stack)}{stack}.{time.time_ns()}{ext}", checkpoint.raw
+    )
 
 
 def prune(store: StateStore, stack: str, *, keep: int) -> int:
@@ -72,7 +172,7 @@ def remove_stack(store: StateStore, stack: str) -> list[LockRecord]:
     ``pulumi``, under a lock of this process's own, taken as the CLI takes one (refused while
     another is held, checked again after writing it): :func:`remove_stack_objects`. Returns the
     locks that refused it ([]: removed)."""
-    with store.locked(stack) as held:
+    with locked(store, stack) as held:
         if held:
             return held
         remove_stack_objects(store, stack)
@@ -102,7 +202,7 @@ def create_stack(store: StateStore, stack: str) -> bool:
     before it would sit where the CLI looks for the old layout)."""
     if not store.opened():
         return False
-    with store.locked(stack) as held:
+    with locked(store, stack) as held:
         if held or store.stack_exists(stack):
             return False
         fqn = f"{ORGANIZATION}/{store.project}/{stack}"

@@ -26,30 +26,37 @@ module only lists them (:meth:`StateStore.list_locks`) and removes one
 
 from __future__ import annotations
 
-import contextlib
-import getpass
 import gzip
 import json
-import os
-import socket
-import uuid
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from reconciler.engine.state.bucket import Bucket, BucketError, FileBucket, StoredObject
+from reconciler.engine.state.bucket import (
+    DEFAULT_TIMEOUT,
+    Bucket,
+    BucketError,
+    FileBucket,
+    Guard,
+    StoredObject,
+    WriteConflictError,
+)
 from reconciler.engine.state.lock_plan import LockRecord, parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, cli_settings
 from reconciler.engine.state.s3 import S3Bucket
 from stacks.vocabulary import PROJECT
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "BucketError",
+    "Checkpoint",
+    "Guard",
     "LockRecord",
     "StateStore",
     "StoredObject",
+    "WriteConflictError",
     "cli_settings",
     "open_state_store",
     "parse_tags_file",
@@ -60,6 +67,7 @@ META = ".pulumi/meta.yaml"
 TAGS_SUFFIX = ".pulumi-tags"
 TAGS_VERSION = 1
 CHECKPOINT_SUFFIXES = (".json", ".json.gz", ".json.zst")
+SUFFIXES = frozenset(CHECKPOINT_SUFFIXES)
 ORGANIZATION = "organization"  # the DIY backend's one organization
 
 
@@ -80,20 +88,6 @@ def parse_tags_file(text: str) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in tags.items()}
 
 
-def _lock_content() -> dict[str, Any]:
-    """A lock record as the CLI writes one (``pkg/backend/diy/lock.go``): this process."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # a container's UID with no name (OpenShift's random UIDs)
-        user = str(os.getuid())
-    return {
-        "pid": os.getpid(),
-        "username": user,
-        "hostname": socket.gethostname(),
-        "timestamp": datetime.now(UTC).isoformat(),
-    }
-
-
 def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | None:
     """The record of a lock object's bytes (:func:`reconciler.engine.state.lock_plan.parse_lock`);
     None when the object went between the listing and the read (its operation ended)."""
@@ -101,6 +95,29 @@ def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | Non
         return None
     text = data.decode(errors="replace")
     return parse_lock(text, stack=stack, key=obj.key, modified=obj.modified)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A stack's checkpoint as read: the object it is in (:meth:`StateStore.checkpoint_key`),
+    that object's version (what a conditional write compares) and bytes, and the document."""
+
+    key: str
+    version: str
+    raw: bytes
+    document: dict[str, Any]
+
+    @property
+    def format(self) -> object:
+        """The checkpoint format's version (``3`` for every ``pulumi`` the direct paths know)."""
+        return self.document.get("version")
+
+    @property
+    def deployment(self) -> dict[str, Any] | None:
+        """The latest deployment (``pulumi stack export``'s), None without one."""
+        inner = self.document.get("checkpoint")
+        latest = inner.get("latest") if isinstance(inner, dict) else None
+        return latest if isinstance(latest, dict) else None
 
 
 class StateStore:
@@ -113,6 +130,9 @@ class StateStore:
         self.bucket = bucket
         self.project = project
         self._opened = False  # meta.yaml seen: the CLI has set the backend up
+        # the keys of the stack locks this process holds now (state.stacks.locked): one of its
+        # own that it no longer holds was left by a failed removal, and is stale
+        self.holding: set[str] = set()
 
     @property
     def url(self) -> str:
@@ -132,6 +152,11 @@ class StateStore:
 
     def backups_prefix(self, stack: str) -> str:
         return f"{ROOT}backups/{self.project}/{stack}/"
+
+    def journal_prefix(self, stack: str) -> str:
+        """Where a newer CLI keeps an update's journaled steps until it consolidates them
+        (upstream pulumi's ``pkg/backend/diy/journal.go``); pulumi v3.259 writes none."""
+        return f"{ROOT}journal/{self.project}/{stack}/"
 
     def tags_key(self, stack: str) -> str:
         return f"{self.stacks_prefix()}{stack}{TAGS_SUFFIX}"
@@ -223,13 +248,23 @@ class StateStore:
                 out[stack] = parse_tags_file(data.decode(errors="replace"))
         return out
 
-    def write_tags(self, stack: str, tags: Mapping[str, str]) -> None:
-        """Write the stack's tags whole, as the CLI's ``stack tag set`` would leave them. An
-        empty set is not written (the CLI removes the object instead: use the CLI)."""
+    def tags_versioned(self, stack: str) -> tuple[dict[str, str] | None, str | None]:
+        """:meth:`tags` and the version of the object they are in (None: no object)."""
+        got = self.bucket.read_versioned(self.tags_key(stack))
+        if got is None:
+            return {}, None
+        return parse_tags_file(got[0].decode(errors="replace")), got[1]
+
+    def write_tags(
+        self, stack: str, tags: Mapping[str, str], *, if_version: str | None = None
+    ) -> str:
+        """Write the stack's tags whole, as the CLI's ``stack tag set`` would leave them; the
+        object's new version. An empty set is not written (the CLI removes the object instead:
+        use the CLI). ``if_version``: only over that version (:class:`WriteConflictError`)."""
         if not tags:
             raise ValueError("an empty tag set is removed by the CLI, not written")
         data = json.dumps({"version": TAGS_VERSION, "tags": dict(tags)}).encode()
-        self.bucket.write(self.tags_key(stack), data)
+        return self.bucket.write(self.tags_key(stack), data, if_version=if_version)
 
     # --- stacks ------------------------------------------------------------------------------
 
@@ -238,38 +273,66 @@ class StateStore:
         base = f"{self.stacks_prefix()}{stack}"
         return any(self.bucket.exists(base + suffix) for suffix in CHECKPOINT_SUFFIXES)
 
-    def checkpoint(self, stack: str) -> dict[str, Any] | None:
-        """The stack's checkpoint (``{"version": 3, "checkpoint": {...}}``); None when there is
-        none, or it is zstd-compressed (which this code does not read)."""
+    def checkpoint_key(self, stack: str) -> str | None:
+        """The object the CLI reads ``stack``'s checkpoint from: the newest of ``.json``,
+        ``.json.gz`` and ``.json.zst`` (on a tie the last listed: pulumi's ``stackPath``); None
+        when there is none."""
         base = f"{self.stacks_prefix()}{stack}"
-        data = self.bucket.read(base + ".json")
-        if data is None and (packed := self.bucket.read(base + ".json.gz")) is not None:
-            data = gzip.decompress(packed)
-        if data is None:
+        found = [o for o in self.bucket.list(base + ".json") if o.key[len(base) :] in SUFFIXES]
+        best = None
+        for obj in found:  # sorted by key, as the CLI's listing
+            if best is None or obj.modified >= best.modified:
+                best = obj
+        return best.key if best is not None else None
+
+    def read_checkpoint(self, stack: str) -> Checkpoint | None:
+        """The stack's checkpoint as the CLI would read it (:meth:`checkpoint_key`), with the
+        version a conditional write compares; None when there is none, or it is
+        zstd-compressed (which this code does not read) or not a JSON object."""
+        key = self.checkpoint_key(stack)
+        if key is None or key.endswith(".zst"):
             return None
-        loaded = json.loads(data)
-        return loaded if isinstance(loaded, dict) else None
+        got = self.bucket.read_versioned(key)
+        if got is None:
+            return None
+        raw, version = got
+        try:
+            document = json.loads(gzip.decompress(raw) if key.endswith(".gz") else raw)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(document, dict):
+            return None
+        return Checkpoint(key=key, version=version, raw=raw, document=document)
+
+    def checkpoint(self, stack: str) -> dict[str, Any] | None:
+        """The stack's checkpoint document (``{"version": 3, "checkpoint": {...}}``), as
+        :meth:`read_checkpoint` reads it; None as there."""
+        read = self.read_checkpoint(stack)
+        return read.document if read is not None else None
 
     def deployment(self, stack: str) -> dict[str, Any] | None:
         """The stack's latest deployment, as ``pulumi stack export`` prints it (resources,
         pending operations); None when the checkpoint cannot be read here or has none."""
-        checkpoint = self.checkpoint(stack)
-        inner = (checkpoint or {}).get("checkpoint")
-        latest = inner.get("latest") if isinstance(inner, dict) else None
-        return latest if isinstance(latest, dict) else None
+        read = self.read_checkpoint(stack)
+        return read.deployment if read is not None else None
 
-    def write_deployment(self, stack: str, deployment: Mapping[str, Any]) -> None:
-        """Replace the stack's latest deployment in its checkpoint (plain or gzip, as stored),
-        under the caller's :meth:`locked`; :class:`BucketError` when there is none to read."""
-        base, checkpoint = f"{self.stacks_prefix()}{stack}", self.checkpoint(stack)
-        inner = (checkpoint or {}).get("checkpoint")
-        if checkpoint is None or not isinstance(inner, dict):
+    def write_deployment(
+        self, stack: str, deployment: Mapping[str, Any], *, expect: Checkpoint
+    ) -> Checkpoint:
+        """Replace the stack's latest deployment in the checkpoint ``expect`` was read from,
+        as the CLI saves one (``saveCheckpoint``: the object it replaces copied to ``.bak``
+        first, then written whole, plain or gzip as stored), under the caller's
+        :meth:`locked`; the checkpoint as written. :class:`WriteConflictError`, nothing
+        replaced, when the object is no longer at ``expect``'s version (another writer)."""
+        inner = expect.document.get("checkpoint")
+        if not isinstance(inner, dict):
             raise BucketError(f"stack {stack} has no checkpoint this code reads")
-        text = json.dumps({**checkpoint, "checkpoint": {**inner, "latest": deployment}}).encode()
-        if self.bucket.exists(base + ".json"):
-            self.bucket.write(base + ".json", text)
-        else:
-            self.bucket.write(base + ".json.gz", gzip.compress(text))
+        document = {**expect.document, "checkpoint": {**inner, "latest": dict(deployment)}}
+        text = json.dumps(document, separators=(",", ":")).encode()  # as the CLI writes it
+        raw = gzip.compress(text) if expect.key.endswith(".gz") else text
+        self.bucket.write(expect.key + ".bak", expect.raw)
+        version = self.bucket.write(expect.key, raw, if_version=expect.version)
+        return Checkpoint(key=expect.key, version=version, raw=raw, document=document)
 
     def objects(self, prefix: str = ROOT) -> list[StoredObject]:
         """Every object under ``prefix`` (key, size, modification time)."""
@@ -290,22 +353,6 @@ class StateStore:
             found += self.bucket.list(prefix)
         return found
 
-    @contextlib.contextmanager
-    def locked(self, stack: str) -> Iterator[list[LockRecord]]:
-        """A lock of this process on ``stack``, taken as the CLI takes one: yields the locks of
-        others that refuse it (none held: it is written, and checked again after writing), and
-        removes it after."""
-        held = self.list_locks(stack)
-        if held:
-            yield held
-            return
-        key = f"{self.locks_prefix(stack)}{uuid.uuid4()}.json"
-        self.bucket.write(key, json.dumps(_lock_content()).encode())
-        try:
-            yield [lock for lock in self.list_locks(stack) if lock.key != key]
-        finally:
-            self.bucket.delete(key)
-
     def repair_torn_sidecars(self, stack: str) -> list[str]:
         """Remove a ``file://`` backend's torn sidecars of ``stack`` (``FileBucket``'s); their
         names. Not while a lock is held (a writer may be mid-write); none on other backends."""
@@ -319,19 +366,24 @@ class StateStore:
 
 
 def open_state_store(
-    url: str, *, env: Mapping[str, str] | None = None, project: str = PROJECT
+    url: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    project: str = PROJECT,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> StateStore | None:
     """The store of backend ``url``; None for a backend that is not a DIY bucket this code
     reads (Pulumi Cloud, ``gs://``, ``azblob://``): ask the CLI. ``env``: the environment the
-    ``pulumi`` CLI runs with (credentials; default this process's). Connects to nothing yet."""
+    ``pulumi`` CLI runs with (credentials; default this process's); ``timeout``: the most
+    seconds one request to the backend may take. Connects to nothing yet."""
     scheme = url.partition("://")[0].lower()
     bucket: Bucket
     if scheme == "file":
         bucket = FileBucket.from_url(url)
     elif scheme == "s3":
-        bucket = S3Bucket(url, env=env)
+        bucket = S3Bucket(url, env=env, timeout=timeout)
     elif scheme == "postgres":
-        bucket = PostgresBucket(url, env=env)
+        bucket = PostgresBucket(url, env=env, timeout=timeout)
     else:
         return None
     return StateStore(bucket, project=project)

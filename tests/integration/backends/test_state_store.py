@@ -9,12 +9,14 @@ refuses the stack, and the store's removal lets the next `up` run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,7 +30,12 @@ from reconciler.engine.recovery import (
 )
 from reconciler.engine.state.locks import Cleared, LeaderRule, clear_stale_locks, locked
 from reconciler.engine.state.stacks import remove_stack
-from reconciler.engine.state.store import BucketError, cli_settings, open_state_store
+from reconciler.engine.state.store import (
+    BucketError,
+    WriteConflictError,
+    cli_settings,
+    open_state_store,
+)
 from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers
@@ -351,3 +358,80 @@ def test_the_cli_lists_many_stacks_of_a_postgres_backend(
     assert sorted(s["name"] for s in listed) == names
     assert sorted(backend.store().all_tags()) == []  # no tags set: no tags objects
     assert len([o for o in backend.store().objects() if o.key.endswith(".json")]) == 12
+
+
+def test_writes_over_a_version_another_writer_replaced_are_refused(
+    toolchain: Toolchain, backend: Backend, tmp_path: Path
+) -> None:
+    """Each backend's own compare-and-swap (S3 ``If-Match``, PostgreSQL's conditional
+    ``UPDATE``, ``file://``'s compare before the rename): a checkpoint or tags read before
+    another writer (here the real CLI's ``up`` and ``stack tag set``) replaced them is not
+    written over; one read after is. What the store wrote, the CLI reads."""
+    where, name = project(tmp_path), "c.ns.cas"
+    store = backend.store()
+    BlockingUp(toolchain, backend, where, name).start().release()
+    pulumi(toolchain, backend, where, "stack", "tag", "set", "lbr:x", "1", "-s", name)
+    read = store.read_checkpoint(name)
+    assert read is not None
+    assert read.key == f".pulumi/stacks/{PROJECT}/{name}.json"  # where the CLI wrote it
+    tags, tags_version = store.tags_versioned(name)
+    assert tags is not None
+    assert tags_version is not None
+
+    BlockingUp(toolchain, backend, where, name).start().release()  # another writer
+    pulumi(toolchain, backend, where, "stack", "tag", "set", "lbr:x", "2", "-s", name)
+    with pytest.raises(WriteConflictError):
+        store.write_deployment(name, read.deployment or {}, expect=read)
+    with pytest.raises(WriteConflictError):
+        store.write_tags(name, {**tags, "lbr:x": "3"}, if_version=tags_version)
+    assert (store.tags(name) or {})["lbr:x"] == "2"
+
+    fresh = store.read_checkpoint(name)
+    assert fresh is not None
+    assert fresh.version != read.version
+    latest = dict(fresh.deployment or {})
+    (root,) = [r for r in latest["resources"] if r["type"] == "pulumi:pulumi:Stack"]
+    root["outputs"] = {**(root.get("outputs") or {}), "written": "by the store"}
+    written = store.write_deployment(name, latest, expect=fresh)
+    assert store.read_checkpoint(name) == written
+    outputs = json.loads(
+        pulumi(toolchain, backend, where, "stack", "output", "--json", "-s", name).stdout
+    )
+    assert outputs["written"] == "by the store"
+    # what the CLI keeps of the one replaced, as its own saves do
+    assert store.bucket.read(f"{fresh.key}.bak") == fresh.raw
+    # a write over a version gone by is refused even when only the tags moved
+    _, now_version = store.tags_versioned(name)
+    assert now_version is not None
+    store.write_tags(name, {**(store.tags(name) or {}), "lbr:x": "4"}, if_version=now_version)
+    assert (store.tags(name) or {})["lbr:x"] == "4"
+
+
+def test_a_guarded_store_asks_before_every_write_and_refuses_none_of_its_reads(
+    toolchain: Toolchain, backend: Backend, tmp_path: Path
+) -> None:
+    """The controller's fence sits in the bucket, right before a write or delete reaches the
+    backend (PostgreSQL: once the connection is open), with the write's bound; a refusal
+    writes nothing."""
+    pulumi(toolchain, backend, project(tmp_path), "stack", "ls")  # the CLI sets the backend up
+    store = backend.store()
+    asked: list[tuple[str, float]] = []
+    refuse = False
+
+    @contextlib.contextmanager
+    def guard(doing: str, need: float) -> Iterator[None]:
+        asked.append((doing, need))
+        if refuse:
+            raise RuntimeError(f"refused: {doing}")
+        yield
+
+    store.bucket.guard = guard
+    store.write_tags("c.ns.g", {"a": "1"})
+    assert asked == [(f"writing {store.tags_key('c.ns.g')}", store.bucket.write_bound)]
+    refuse = True
+    with pytest.raises(RuntimeError, match="refused"):
+        store.write_tags("c.ns.g", {"a": "2"})
+    with pytest.raises(RuntimeError, match="refused"):
+        store.bucket.delete(store.tags_key("c.ns.g"))
+    assert store.tags("c.ns.g") == {"a": "1"}  # reads pass, nothing was written
+    assert len(asked) == 3

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.engine.context import CLI_LOG_MAX_TOTAL_MB
+from reconciler.engine.cli import CLI_LOG_MAX_TOTAL_MB
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
@@ -160,7 +160,7 @@ def test_pulumi_and_its_plugin_run_tuned_for_short_lives(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pulumi`` (and the provider plugin it starts, with its environment) runs with GOGC 400
-    and GOMAXPROCS 1 (reconciler.engine.context.CLI_GOGC, CLI_GOMAXPROCS; docs/performance.md),
+    and GOMAXPROCS 1 (reconciler.engine.cli.CLI_GOGC, CLI_GOMAXPROCS; docs/performance.md),
     unless the controller's own environment sets them."""
     tuning: list[tuple[str | None, str | None]] = []
     real = subprocess.Popen

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.engine.delete import direct
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.state.store import StateStore
@@ -126,9 +127,9 @@ def _crash_after(
 
 
 def _crash_halfway(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``remove_stack`` dies after its first object is gone (the tags, before the checkpoint),
-    leaving its lock behind as a dead process would."""
-    real = StateStore.remove_stack
+    """The stack's removal dies after its first object is gone (the tags, before the
+    checkpoint), leaving its lock behind as a dead process would."""
+    real = direct.remove_stack_objects
 
     def dying(store: StateStore, stack: str) -> Any:
         real_delete = store.bucket.delete
@@ -142,7 +143,7 @@ def _crash_halfway(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(store.bucket, "delete", delete)
         return real(store, stack)
 
-    monkeypatch.setattr(StateStore, "remove_stack", dying)
+    monkeypatch.setattr(direct, "remove_stack_objects", dying)
 
 
 CRASHES = {
@@ -153,9 +154,9 @@ CRASHES = {
     # the floating IP deleted, the stack not yet removed
     "floating IP deleted": (OpenStackRest, "delete", False),
     # the cloud clean, the stack not removed
-    "stack not removed": (StateStore, "remove_stack", True),
+    "stack not removed": (direct, "remove_stack_objects", True),
     # the stack's tags gone, its checkpoint not yet
-    "stack half removed": (StateStore, "remove_stack", "half"),
+    "stack half removed": (direct, "remove_stack_objects", "half"),
 }
 
 

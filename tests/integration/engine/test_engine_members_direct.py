@@ -21,7 +21,7 @@ import pytest
 from reconciler.engine import members_direct
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
-from reconciler.engine.state import store as state_store
+from reconciler.engine.state import stacks as state_stacks
 from reconciler.engine.state.store import StateStore
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.annotations import CONNECTION_LIMIT
@@ -209,16 +209,18 @@ def test_cut_off_at_any_step_the_next_attempt_converges(
     real_write = members_direct._write
     seen = 0
 
-    def write(*args: Any, **kwargs: Any) -> None:
+    def write(*args: Any, **kwargs: Any) -> Any:
         nonlocal seen, crashed
-        real_write(*args, **kwargs)
+        written = real_write(*args, **kwargs)
         seen += 1
         if calls.get(step) == seen:
             crashed = True
             raise Crash(step)
+        return written
 
     if step == "hash dropped":
-        monkeypatch.setattr(members_direct, "_drop_hash", crash_after(members_direct._drop_hash))
+        # the first tags write takes the hash off (the last puts the new one on)
+        monkeypatch.setattr(members_direct, "_write_tags", crash_after(members_direct._write_tags))
     elif step == "members put":
         monkeypatch.setattr(
             members_direct, "_put_members", crash_after(members_direct._put_members)
@@ -232,8 +234,10 @@ def test_cut_off_at_any_step_the_next_attempt_converges(
         "delete",
         lambda key: None if crashed and "/locks/" in key else real_delete(key),
     )
-    real_content = state_store._lock_content
-    monkeypatch.setattr(state_store, "_lock_content", lambda: {**real_content(), "pid": dead_pid()})
+    real_content = state_stacks._lock_content
+    monkeypatch.setattr(
+        state_stacks, "_lock_content", lambda: {**real_content(), "pid": dead_pid()}
+    )
     with pytest.raises(Crash):
         stack.ensure(grown)
     monkeypatch.undo()
