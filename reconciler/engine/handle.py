@@ -19,7 +19,11 @@ from pulumi.automation._stack import StackInitMode  # the mode Stack.select give
 
 from reconciler.engine.context import EngineContext
 from reconciler.engine.delete.cloud import delete_unadopted
-from reconciler.engine.errors import InterruptedOperationError, StackLockedError
+from reconciler.engine.errors import (
+    InterruptedOperationError,
+    NotLeaderError,
+    StackLockedError,
+)
 from reconciler.engine.lost import carried_imports, configured_spec, lost_children, lost_lookups
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.plan import applied_spec_from, resource_urn, stack_name, stack_tags
@@ -282,7 +286,8 @@ class StackHandle:
         """Keep the newest ``keep_history`` history entries and checkpoint backups of the
         stack (each operation adds one of each, and the CLI never removes them). A backend
         that cannot be pruned now is pruned after the next operation: logged, not raised.
-        Skipped once this process no longer leads (a write like any other)."""
+        Skipped once this process no longer leads, or not for long enough (each delete passes
+        the fence: a write like any other)."""
         leading = self.engine.leading
         if leading is not None and not leading():
             return
@@ -290,7 +295,7 @@ class StackHandle:
             store = self.engine.store
             if store is not None:
                 prune(store, self.name, keep=self.engine.settings.keep_history)
-        except (BucketError, OSError) as exc:
+        except (BucketError, OSError, NotLeaderError) as exc:
             log.warning("stack %s: history not pruned: %s", self.name, exc)
 
     def forget(self, *, removed: bool = False) -> None:
@@ -305,7 +310,7 @@ class StackHandle:
             store = self.engine.store
             if store is not None and not removed:
                 remove_leftovers(store, self.name)
-        except (BucketError, OSError) as exc:
+        except (BucketError, OSError, NotLeaderError) as exc:
             log.warning("stack %s: leftovers in the backend not removed: %s", self.name, exc)
         shutil.rmtree(self.work_dir, ignore_errors=True)
 

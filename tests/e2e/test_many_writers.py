@@ -68,6 +68,21 @@ def person_folder(c: Cluster) -> Path:
     return folder
 
 
+def person_pulumi(c: Cluster, *args: str) -> str:
+    """What a person's ``pulumi <args>`` prints (it must succeed)."""
+    done = subprocess.run(
+        [str(c.toolchain.path("pulumi")), "--non-interactive", *args],
+        cwd=person_folder(c),
+        env=person_env(c),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def locked_warnings(c: Cluster, name: str) -> list[dict[str, Any]]:
     return [e for e in c.events(name) if e.get("reason") == "StackLocked"]
 
@@ -111,16 +126,7 @@ def test_a_person_s_lock_is_never_taken_and_the_service_says_whose_it_is(
     assert store.bucket.read(key) is not None
 
     # the person's command is gone: they free the stack with the command the Warning names
-    done = subprocess.run(
-        [str(c.toolchain.path("pulumi")), "cancel", "--stack", fqn, "--yes"],
-        cwd=person_folder(c),
-        env=person_env(c),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    person_pulumi(c, "cancel", "--stack", fqn, "--yes")
     assert store.list_locks(stack) == []
     eventually(lambda: len(c.listeners_of(lb["id"])) == 2, what="the second listener", timeout=240)
     assert [x["id"] for x in c.lbs_named("held")] == [lb["id"]]  # the same load balancer
@@ -193,22 +199,10 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
     (members,) = [r for r in deployment["resources"] if r["type"].endswith("Members")]
     in_state = {m["address"] for m in members["outputs"]["members"]}
     assert in_state == c.members("refreshed")
-    history = subprocess.run(
-        [
-            str(c.toolchain.path("pulumi")),
-            "stack",
-            "history",
-            "--json",
-            "--stack",
-            f"organization/{PROJECT}/{stack}",
-        ],
-        cwd=person_folder(c),
-        env=person_env(c),
-        capture_output=True,
-        text=True,
-        check=True,
+    history = person_pulumi(
+        c, "stack", "history", "--json", "--stack", f"organization/{PROJECT}/{stack}"
     )
-    kinds = [e["kind"] for e in json.loads(history.stdout)]
+    kinds = [e["kind"] for e in json.loads(history)]
     assert "refresh" in kinds  # the person's refresh is part of the record, not rolled back
     store.close()
     c.kube.request(method="DELETE", path="/api/v1/nodes/worker-r")

@@ -69,6 +69,7 @@ def run_decide(
     now: float = 1000.0,
     lease_duration: float = 15.0,
     identity: str = ME,
+    hostname: str = "",
 ) -> Any:
     return decide(
         current,
@@ -78,6 +79,7 @@ def run_decide(
         observed=observed,
         now=now,
         wall_now=WALL,
+        hostname=hostname,
     )
 
 
@@ -423,30 +425,12 @@ def holders(body: dict[str, Any]) -> tuple[Holder, ...]:
 
 
 def test_a_replica_records_itself_among_the_holders_as_it_takes_the_lease() -> None:
-    created = decide(
-        None,
-        name="lb",
-        identity=ME,
-        lease_duration=15,
-        observed=None,
-        now=0,
-        wall_now=WALL,
-        hostname="pod-me",
-    )
+    created = run_decide(None, now=0, hostname="pod-me")
     assert holders(created.body or {}) == (Holder(ME, "pod-me"),)
     # another replica takes it over: both are named, the newest last
     theirs = lease(OTHER)
     theirs["metadata"]["annotations"] = {HOLDERS_NOTE: holders_json((Holder(OTHER, "pod-other"),))}
-    taken = decide(
-        theirs,
-        name="lb",
-        identity=ME,
-        lease_duration=15,
-        observed=seen(theirs, 0.0),
-        now=1000.0,
-        wall_now=WALL,
-        hostname="pod-me",
-    )
+    taken = run_decide(theirs, observed=seen(theirs, 0.0), now=1000.0, hostname="pod-me")
     assert taken.action is Action.TAKE_OVER
     assert taken.body is not None
     assert holders(taken.body) == (Holder(OTHER, "pod-other"), Holder(ME, "pod-me"))
@@ -456,30 +440,12 @@ def test_a_replica_records_itself_among_the_holders_as_it_takes_the_lease() -> N
 def test_a_renewal_writes_the_holders_only_when_they_change() -> None:
     mine = lease(ME)
     mine["metadata"]["annotations"] = {HOLDERS_NOTE: holders_json((Holder(ME, "pod-me"),))}
-    renewed = decide(
-        mine,
-        name="lb",
-        identity=ME,
-        lease_duration=15,
-        observed=None,
-        now=0,
-        wall_now=WALL,
-        hostname="pod-me",
-    )
+    renewed = run_decide(mine, now=0, hostname="pod-me")
     assert renewed.action is Action.RENEW
     assert renewed.body is not None
     assert "annotations" not in renewed.body["metadata"]
     # a Lease written before holders were recorded gets them at the next renewal
-    legacy = decide(
-        lease(ME),
-        name="lb",
-        identity=ME,
-        lease_duration=15,
-        observed=None,
-        now=0,
-        wall_now=WALL,
-        hostname="pod-me",
-    )
+    legacy = run_decide(lease(ME), now=0, hostname="pod-me")
     assert legacy.body is not None
     assert holders(legacy.body) == (Holder(ME, "pod-me"),)
 
