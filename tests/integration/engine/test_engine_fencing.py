@@ -4,8 +4,9 @@ the Lease, and whose stack locks each may clear.
 * A controller whose process no longer holds the Lease writes nothing: no ``pulumi`` runs, the
   state, the tags and the cloud stay as they were; an ``up`` running when the Lease is lost is
   killed at once, and the next leader converges the stack (one load balancer, no lock left).
-* A lock written by another host (a controller's pod) is left alone by a command (``preview``,
-  the listing), and cleared by the leader before its operation.
+* A lock written by another replica of the controller (a host among the Lease's holders) is
+  left alone by a command (``preview``, the listing), and cleared by the leader before its
+  operation; a stranger's (a person's laptop) is left alone by both, and named.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 import pytest
 
 from emulator.timing import TimingProfile
-from reconciler.engine.errors import EngineError, NotLeaderError
+from reconciler.engine.errors import EngineError, NotLeaderError, StackLockedError
 from reconciler.engine.processes import children_running, descendants, start_time
 from reconciler.engine.stack import Engine
+from reconciler.engine.state.locks import Cleared
 from reconciler.local.toolchain import Toolchain
 from tests.builders import stored_service
 from tests.emulated import wait_until
@@ -39,13 +41,24 @@ def slow_env(toolchain: Toolchain, tmp_path: Path) -> Iterator[Env]:
 
 
 class Lease:
-    """What the runner's Leadership answers, set by the test."""
+    """What the runner's Leadership answers, set by the test: whether it leads, for how long,
+    its term, and the hostnames of the Lease's other holders (the previous leader's pod)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *replicas: str) -> None:
         self.held = True
+        self.replicas = frozenset(replicas)
 
     def __call__(self) -> bool:
         return self.held
+
+    def remaining(self) -> float:
+        return 60.0 if self.held else 0.0
+
+    def epoch(self) -> int:
+        return 1
+
+    def replica_hosts(self) -> frozenset[str]:
+        return self.replicas
 
 
 def backend(env: Env) -> Path:
@@ -146,7 +159,10 @@ def test_a_lost_lease_kills_the_running_up_and_the_next_leader_converges(slow_en
 
 
 def test_a_command_leaves_a_controller_s_lock_and_the_leader_clears_it(env: Env) -> None:
-    leader = leader_engine(env, Lease())
+    """The previous leader's pod (a holder of the Lease) left a lock: a command leaves it, the
+    leader removes it. A stranger's lock (a person's laptop) the leader leaves too, and says
+    whose it is."""
+    leader = leader_engine(env, Lease("lb-reconciler-5c7d-pod"))
     spec = spec_for(stored_service("shared-backend"), env.config())
     assert leader.stack(service=spec.service).ensure(spec).changed
     name = leader.stack(service=spec.service).name
@@ -158,19 +174,30 @@ def test_a_command_leaves_a_controller_s_lock_and_the_leader_clears_it(env: Env)
 
     # a person's or CI's command on the same backend (no Lease): the lock is not its to take
     command = Engine(settings=leader.settings)
-    assert command.take_over() == []
+    assert command.take_over() == Cleared()
     assert only([s for s in command.stacks() if s.stack == name]).locked is True
     command.stack(service=spec.service).preview(spec)
     assert lock.exists()
-    with pytest.raises(EngineError, match="currently locked"):
+    with pytest.raises(EngineError, match="is locked by root@lb-reconciler-5c7d-pod"):
         command.stack(service=spec.service).refresh()
     assert lock.exists()
 
-    # the leader: no operation of its own holds it, so it is stale
+    # the leader: a replica's, which holds nothing now, so it is stale
     assert only([s for s in leader.stacks() if s.stack == name]).locked is False
-    assert [r.stack for r in leader.take_over()] == [name]
+    assert [r.stack for r in leader.take_over().removed] == [name]
     assert not lock.exists()
+
+    # a stranger's: kept, and named, by the leader too
+    alice = {"pid": 4242, "username": "alice", "hostname": "alice-laptop"}
+    lock.write_text(json.dumps({**alice, "timestamp": datetime.now(UTC).isoformat()}))
+    taken = leader.take_over()
+    assert (taken.removed, [r.hostname for r in taken.foreign]) == ([], ["alice-laptop"])
+    assert only([s for s in leader.stacks() if s.stack == name]).locked is True
+    with pytest.raises(StackLockedError, match="alice@alice-laptop"):
+        leader.stack(service=spec.service).refresh()
+    assert lock.exists()
+
     lock.write_text(json.dumps({**owner, "timestamp": datetime.now(UTC).isoformat()}))
-    leader.stack(service=spec.service).delete()  # cleared before the operation, too
+    leader.stack(service=spec.service).delete()  # a replica's cleared before the operation
     assert env.cloud.lbs() == []
     assert locks(env) == []
