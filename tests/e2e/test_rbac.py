@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from reconciler.cli import main as cli
+from reconciler.cli import run as cmd_run
 from reconciler.cli.common import backend_url
 from reconciler.controller.events import EventRecorder
 from reconciler.controller.kubeapi import KubeApi, KubeError
@@ -582,7 +583,7 @@ def test_the_deployment_runs_the_cli_with_flags_it_has(path: Path) -> None:
     deployment, pod, container = _deployment(path)
     assert container["command"] == ["lb-reconciler"]
     args = cli.build_parser().parse_args(container["args"])
-    assert args.func is cli.cmd_run
+    assert args.func is cmd_run.cmd_run
     assert args.leader_elect
     assert args.leader_elect_namespace == deployment["metadata"]["namespace"] == NAMESPACE
     assert args.leader_elect_name == NAME
