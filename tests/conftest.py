@@ -14,9 +14,50 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.local.plane import LocalControlPlane
+from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
 from reconciler.local.toolchain import Toolchain, find_toolchain
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
+
+# Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
+# ephemeral ports (reconciler.local.plane.PORT_RANGE_ENV): a port picked for a server that binds
+# it seconds later cannot be taken meanwhile by another worker. Four runs side by side, sixteen
+# workers each; a run outside xdist lets the kernel pick.
+PORT_BASE, PORT_TOP, RUNS, WORKERS = 20000, 32768, 4, 16
+
+
+def worker_ports(worker: str, run: str) -> str:
+    """The port range of xdist worker ``gwN`` of test run ``run`` (its uid), "LOW-HIGH"."""
+    size = (PORT_TOP - PORT_BASE) // (RUNS * WORKERS)
+    slot = (int(run[:8] or "0", 16) % RUNS) * WORKERS + int(worker.removeprefix("gw")) % WORKERS
+    low = PORT_BASE + slot * size
+    return f"{low}-{low + size}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+        os.environ[PORT_RANGE_ENV] = worker_ports(worker, run)
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture made once per module (a control plane of the module's
+    own, an emulator, a ServiceAccount's kubeconfig)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for chain in defs for d in chain)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers from what a test needs: ``kube`` (a kube-apiserver: the e2e tests and the
+    commands' tests that use ``control_plane``), and, for a test of a module with module-scoped
+    fixtures, ``xdist_group`` by module, so that with ``--dist loadgroup`` the module's tests
+    share one worker and its fixtures are made once; every other test goes to any worker."""
+    for item in items:
+        if item.get_closest_marker("e2e") or "control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kube)
+        if _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture(scope="session")

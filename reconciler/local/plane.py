@@ -15,12 +15,14 @@ grace period) and removes the folder unless ``keep=True``.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,8 +42,54 @@ class ControlPlaneError(RuntimeError):
     """The control plane did not come up; the message names the process and its log."""
 
 
+# The ports of this process's own, when it is one of several test workers on one machine: a
+# range "LOW-HIGH" below the kernel's ephemeral ports (which are 32768-60999 by default), and no
+# other worker's. A port the kernel hands out (bind to 0) is free only until the process it was
+# chosen for binds it, seconds later for a server that imports Python first; meanwhile another
+# worker's bind to 0 may take it. Ports from a range of one's own are nobody else's.
+PORT_RANGE_ENV = "LBR_PORT_RANGE"
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class _PortCursor:
+    """Hands out the ports of :data:`PORT_RANGE_ENV`'s range in turn, each once before any comes
+    again (a port just handed out may not be bound by its server yet), skipping those in use.
+    The process has one (:data:`_PORTS`): the ports it hands out are the host's, not an
+    object's."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next: dict[tuple[int, int], int] = {}
+
+    def take(self, low: int, high: int) -> int:
+        with self._lock:
+            start = self._next.get((low, high), low)
+            for step in range(high - low):
+                port = low + (start - low + step) % (high - low)
+                if _bindable(port):
+                    self._next[(low, high)] = port + 1
+                    return port
+        raise ControlPlaneError(f"no free port left in {PORT_RANGE_ENV}={low}-{high}")
+
+
+_PORTS = _PortCursor()
+
+
 def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
+    """A currently free TCP port on 127.0.0.1: the next of this process's own range when
+    :data:`PORT_RANGE_ENV` names one (a test worker's), else one the kernel picks."""
+    span = os.environ.get(PORT_RANGE_ENV, "")
+    if span:
+        low, _, high = span.partition("-")
+        return _PORTS.take(int(low), int(high))
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,16 +23,10 @@ from typing import Any
 import requests
 
 from reconciler.engine.recovery import kill_tree, start_time
+from reconciler.local.plane import free_port
 from reconciler.local.toolchain import Toolchain
 
 PASSPHRASE = "e2e-process-passphrase"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
