@@ -2,7 +2,9 @@
 
 * ``GET /admin/health``: liveness.
 * ``GET /admin/inventory``: every resource, and the IDs created since the topology was seeded
-  (``created``), so a test can prove nothing was orphaned.
+  (``created``), so a test can prove nothing was orphaned; ``DELETE /admin/inventory/created``
+  removes those (no cascade, no statuses: a test harness's reset after a test that left
+  something behind) and returns what it removed.
 * ``GET /admin/topology``: the default topology's IDs and credentials.
 * ``GET|PUT|DELETE /admin/faults``: read, replace or clear the fault configuration (same shape
   as the faults file); ``POST /admin/faults/rules`` and ``POST /admin/faults/loadbalancers``
@@ -41,6 +43,7 @@ class AdminResponses:
         r = self.router
         r.add("GET", "/health", lambda req: Response(200, {"status": "ok"}), op="admin.health")
         r.add("GET", "/inventory", self.inventory, op="admin.inventory")
+        r.add("DELETE", "/inventory/created", self.forget_created, op="admin.inventory")
         r.add("GET", "/topology", self.topology, op="admin.topology")
         r.add("GET", "/faults", self.faults, op="admin.faults")
         r.add("PUT", "/faults", self.set_faults, op="admin.faults")
@@ -52,6 +55,9 @@ class AdminResponses:
 
     def inventory(self, req: Request) -> Response:
         return Response(200, self.cloud.inventory())
+
+    def forget_created(self, req: Request) -> Response:
+        return Response(200, {"removed": self.cloud.forget_created()})
 
     def topology(self, req: Request) -> Response:
         return Response(200, self.cloud.topology_info(auth_url=f"{req.base_url}/identity/v3"))

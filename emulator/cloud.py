@@ -106,6 +106,19 @@ class Cloud:
                     created[plural] = new
             return {"resources": resources, "created": created}
 
+    def forget_created(self) -> dict[str, list[str]]:
+        """Remove everything created after the topology was seeded (what :meth:`inventory`
+        lists as ``created``), with no cascade, no status and no cloud logic: a test harness's
+        reset, so that one test that leaves something behind fails alone instead of every test
+        after it. Returns what was removed, by kind."""
+        removed: dict[str, list[str]] = self.inventory()["created"]
+        plural_kind = {plural: kind for kind, plural in INVENTORY_KINDS.items()}
+        with self.store.lock:
+            for plural, ids in removed.items():
+                for rid in ids:
+                    self.store.delete(plural_kind[plural], rid)
+        return removed
+
     def topology_info(self, *, auth_url: str) -> dict[str, Any]:
         """IDs and credentials of the default topology, for clients and the demo."""
         data = self.config.topology.data

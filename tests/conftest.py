@@ -8,7 +8,10 @@ quiet pass.
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +61,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.kube)
         if _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+# LBR_TEST_CPU=<file>: each test's wall time and CPU time (this process's and its children's
+# that ended, such as the ``pulumi`` runs it waited for), one JSON line per test, from setup to
+# teardown; docs/testing.md says how the suite's figures were made with it.
+CPU_REPORT_ENV = "LBR_TEST_CPU"
+
+
+def _cpu_seconds() -> float:
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    report = os.environ.get(CPU_REPORT_ENV)
+    if not report:
+        yield
+        return
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    yield
+    line = {
+        "test": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+        "wall": round(time.monotonic() - wall, 3),
+        "cpu": round(_cpu_seconds() - cpu, 3),
+    }
+    with open(report, "a") as out:
+        out.write(json.dumps(line) + "\n")
 
 
 @pytest.fixture(scope="session")

@@ -83,8 +83,21 @@ class EmulatorAdmin:
 
     def wait_nothing_created(self, *, timeout: float) -> None:
         """Wait until everything created through the API is deleted again (deletes settle
-        after the call that asked for them)."""
-        wait_until(lambda: self.created() == {} or None, timeout=timeout)
+        after the call that asked for them). What is still there at the deadline is removed
+        (:meth:`forget_created`) and named in the failure: the test that left it fails, and the
+        tests after it on the same emulator start from the seeded topology, as they would alone."""
+        try:
+            wait_until(lambda: self.created() == {} or None, timeout=timeout)
+        except AssertionError:
+            left = self.forget_created()
+            raise AssertionError(f"left behind after {timeout}s (now removed): {left}") from None
+
+    def forget_created(self) -> dict[str, list[str]]:
+        """Remove everything created since the topology was seeded; what was removed, by kind."""
+        response = requests.delete(self.url + "/inventory/created", timeout=10)
+        response.raise_for_status()
+        removed: dict[str, list[str]] = response.json()["removed"]
+        return removed
 
 
 @contextlib.contextmanager

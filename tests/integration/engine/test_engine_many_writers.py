@@ -130,16 +130,25 @@ def test_a_refresh_between_the_plan_and_the_lock_makes_the_change_an_up(
 
 def _normalized(export: dict[str, Any]) -> dict[str, Any]:
     """A ``pulumi stack export`` without what differs between two writes of the same state:
-    times, secrets' ciphertexts (a new nonce at every encryption), and the order of resources
-    that do not depend on each other (an ``up`` writes them in the order its steps end)."""
+    times, secrets' ciphertexts (a new nonce at every encryption), the order of resources that do
+    not depend on each other (an ``up`` writes them in the order its steps end), and the order of
+    a resource's dependencies (a set, listed in the order the program's outputs resolved: the
+    floating IP's association lists the load balancer and the floating IP either way round)."""
+
+    def resource(r: dict[str, Any]) -> dict[str, Any]:
+        kept = {k: v for k, v in r.items() if k not in ("created", "modified")}
+        if "dependencies" in kept:
+            kept["dependencies"] = sorted(kept["dependencies"])
+        if "propertyDependencies" in kept:
+            kept["propertyDependencies"] = {
+                k: sorted(v) for k, v in kept["propertyDependencies"].items()
+            }
+        return kept
+
     deployment = dict(export["deployment"])
     deployment["manifest"] = {k: v for k, v in deployment["manifest"].items() if k != "time"}
     deployment["resources"] = sorted(
-        (
-            {k: v for k, v in r.items() if k not in ("created", "modified")}
-            for r in deployment["resources"]
-        ),
-        key=lambda r: str(r["urn"]),
+        (resource(r) for r in deployment["resources"]), key=lambda r: str(r["urn"])
     )
     text = re.sub(r'"ciphertext": ?"[^"]*"', '"ciphertext": "SECRET"', json.dumps(deployment))
     loaded: dict[str, Any] = json.loads(text)
