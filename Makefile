@@ -4,8 +4,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pytest-xdist workers for make test: the suite mostly waits (on pulumi, the emulator's
+# provisioning, leases), so twice the cores of a 2-core machine; docs/testing.md has the figures
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?=
+PYTEST := $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-.PHONY: help venv tools tools-path demo test test-unit lint format clean
+.PHONY: help venv tools tools-test tools-path demo test test-fast test-unit lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,14 +26,20 @@ venv: $(STAMP) ## create .venv with the package and dev tools
 tools: ## build (or reuse) pulumi, the OpenStack plugin, etcd, kube-apiserver, kubectl
 	@bash tools/build.sh
 
+tools-test: ## the same, and MinIO (the s3:// backend's tests)
+	@bash tools/build.sh --with-minio
+
 tools-path: ## print the folder holding the built tools (use with make -s)
 	@bash tools/build.sh --path
 
 demo: $(STAMP) tools ## run the local demo (emulated OpenStack, local kube-apiserver)
 	$(BIN)/lb-reconciler demo
 
-test: $(STAMP) tools ## run every test (unit, integration with the real engine, e2e)
-	$(BIN)/pytest -q
+test: $(STAMP) tools-test ## run every test (unit, integration, e2e) on TEST_WORKERS workers, in a random order
+	$(PYTEST)
+
+test-fast: $(STAMP) tools-test ## the edit loop: every test not marked slow that needs no kube-apiserver
+	$(PYTEST) -m "not kube and not slow"
 
 test-unit: $(STAMP) ## run only the pure unit tests
 	$(BIN)/pytest -q tests/unit

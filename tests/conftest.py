@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
-from reconciler.local.toolchain import Toolchain, find_toolchain
+from reconciler.local.toolchain import WITH_MINIO, Toolchain, find_toolchain
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -97,8 +97,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture(scope="session")
 def toolchain() -> Iterator[Toolchain]:
-    """The built toolchain, first on PATH for this test session (pulumi children find it)."""
-    tc = find_toolchain()
+    """The built toolchain with MinIO (the s3:// backend's tests), first on PATH for this test
+    session (pulumi children find it)."""
+    tc = find_toolchain(tools=WITH_MINIO)
     saved = {
         k: os.environ.get(k)
         for k in ("PATH", "PULUMI_SKIP_UPDATE_CHECK", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION")

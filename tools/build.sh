@@ -5,7 +5,8 @@
 #   pulumi-resource-openstack  the OpenStack plugin       (tools/openstack)
 #   etcd                       for the local control plane (tools/etcd)
 #   kube-apiserver, kubectl    for the local control plane (tools/kube)
-#   minio                      an S3-compatible server for the s3:// state backend (tools/minio)
+#   minio                      an S3-compatible server for the s3:// state backend's tests
+#                              (tools/minio; only with --with-minio)
 #
 # Each tool is cached under $LBR_TOOLS_CACHE/<tool>-<version>-<hash of its Go module>/ so a change
 # to one tool rebuilds only that tool, and a warm run costs seconds. A matching binary already on
@@ -14,6 +15,9 @@
 # Usage:
 #   tools/build.sh            build what is missing, install the plugin, print nothing but progress
 #   tools/build.sh --path     the same, then print the folder holding the binaries (stdout only)
+#   tools/build.sh --with-minio [--path]
+#                             MinIO too (the tests' s3:// backend; ten minutes more when cold);
+#                             the folder printed then holds every tool above
 #   tools/build.sh --help
 #
 # Environment:
@@ -34,14 +38,17 @@ MINIO_DATE=2026-02-12T20:18:48Z # its commit time, which MinIO reports as its ve
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${LBR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lb-reconciler/tools}
 print_path=0
+with_minio=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
-case "${1:-}" in
-  --path) print_path=1 ;;
-  -h|--help) usage; exit 0 ;;
-  "") ;;
-  *) echo "build.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-esac
+for arg in "$@"; do
+  case "$arg" in
+    --path) print_path=1 ;;
+    --with-minio) with_minio=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "build.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 die() { printf '[tools] error: %s\n' "$*" >&2; exit 1; }
@@ -196,7 +203,7 @@ if p=$(ambient pulumi "v$PULUMI_VERSION" pulumi version); then bins+=("$p"); els
 bins+=("$(build_openstack)")
 bins+=("$(build_etcd)")
 while read -r b; do bins+=("$b"); done < <(build_kube)
-bins+=("$(build_minio)")
+if [ "$with_minio" = 1 ]; then bins+=("$(build_minio)"); fi
 
 # One folder to put on PATH: links to each tool, keyed by what they are.
 binkey=$(printf '%s\n' "${bins[@]}" | sha256sum | cut -c1-12)

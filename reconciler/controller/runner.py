@@ -32,6 +32,7 @@ identity as the message (``pulumi stack history``).
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -243,6 +244,9 @@ def run(
     if stop is None and threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda _s, _f: done.set())
+        # `kill -USR1 <pid>`: every thread's stack on stderr, and the process goes on (for a
+        # controller that does not stop or does not progress; docs/operations.md)
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
 
     metrics = Metrics()
     controller = Controller(

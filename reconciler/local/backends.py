@@ -42,7 +42,7 @@ from urllib.parse import quote
 
 from reconciler.engine.state.store import cli_settings
 from reconciler.local.plane import free_port, tail_of
-from reconciler.local.toolchain import Toolchain, find_toolchain
+from reconciler.local.toolchain import WITH_MINIO, Toolchain, ToolchainError, find_toolchain
 
 __all__ = [
     "KINDS",
@@ -362,13 +362,15 @@ def _start_postgres(folder: Path, port: int, *, durable: bool, timeout: float) -
 def _start_minio(
     folder: Path, port: int, *, toolchain: Toolchain | None, timeout: float
 ) -> BackendServer:
-    tools = toolchain or find_toolchain()
+    tools = toolchain
+    if tools is None or not os.access(tools.path("minio"), os.X_OK):
+        try:
+            tools = find_toolchain(tools=WITH_MINIO)
+        except ToolchainError as exc:
+            raise BackendServerError(
+                f"no minio: {exc} (in a source checkout: `tools/build.sh --with-minio` builds it)"
+            ) from exc
     minio = tools.path("minio")
-    if not os.access(minio, os.X_OK):
-        raise BackendServerError(
-            f"{tools.bin_dir} has no minio; build it with `make tools` in a source checkout "
-            "(or put a MinIO server binary there)"
-        )
     log = folder / "minio.log"
     password = _secret(folder / "credentials")
     env = {

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS = ("pulumi", "pulumi-resource-openstack", "etcd", "kube-apiserver", "kubectl")
+WITH_MINIO = (*TOOLS, "minio")
+"""The tools and MinIO, the ``s3://`` backend's server (the tests, ``lb-reconciler backend serve
+s3``); the demo and the controller never need it, so only these callers build it."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "tools" / "build.sh"
 
@@ -92,9 +95,10 @@ def find_toolchain(*, tools: tuple[str, ...] = TOOLS, build: bool = True) -> Too
             )
         return Toolchain(bin_dir=folder)
     if build and BUILD_SCRIPT.is_file():
-        done = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--path"], stdout=subprocess.PIPE, text=True, check=False
-        )
+        argv = ["bash", str(BUILD_SCRIPT), "--path"]
+        if "minio" in tools:
+            argv.append("--with-minio")
+        done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
         if done.returncode != 0:
             raise ToolchainError(f"{BUILD_SCRIPT} failed (exit {done.returncode}); see its output")
         return Toolchain(bin_dir=Path(done.stdout.strip().splitlines()[-1]))

@@ -181,9 +181,29 @@ class ControllerProcess:
             self.proc.send_signal(signal.SIGTERM)
         try:
             code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"{self.identity} did not stop within {timeout}s of SIGTERM; its threads:\n"
+                + self.stacks()
+            ) from None
         finally:
             self.kill()  # whatever is left of the group
         return code
+
+    def stacks(self) -> str:
+        """Every thread's stack of the running controller (its SIGUSR1 dump, in its log)."""
+        assert self.proc is not None
+        before = self.log_path.stat().st_size
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline, seen = time.monotonic() + 10, -1
+        text = ""
+        while time.monotonic() < deadline:  # written at once, by C code: done when it stops growing
+            text = self.log_path.read_bytes()[before:].decode(errors="replace")
+            if "Thread 0x" in text and len(text) == seen:
+                break
+            seen = len(text)
+            time.sleep(0.2)
+        return text
 
 
 def group_members(pgid: int) -> list[int]:

@@ -44,7 +44,7 @@ sa_kubeconfig, nodes, cluster = proc.sa_kubeconfig, proc.nodes, proc.cluster
 
 pytestmark = pytest.mark.e2e
 
-LEASE_DURATION, RETRY_PERIOD = 6.0, 1.0  # FAST_LEASE's
+LEASE_DURATION, RETRY_PERIOD = 10.0, 1.0  # FAST_LEASE's
 STANDBY_HOST = "standby-pod"
 SERVICES = [f"fo-{i}" for i in range(6)]
 # as many workers as Services: after a takeover each Service needs one operation, all at once
