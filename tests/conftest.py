@@ -57,7 +57,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     fixtures, ``xdist_group`` by module, so that with ``--dist loadgroup`` the module's tests
     share one worker and its fixtures are made once; every other test goes to any worker."""
     for item in items:
-        if item.get_closest_marker("e2e") or "control_plane" in getattr(item, "fixturenames", ()):
+        e2e = item.get_closest_marker("e2e") or item.nodeid.startswith("tests/e2e/")
+        if e2e or "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
         if _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

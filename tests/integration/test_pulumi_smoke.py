@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pulumi
 import pulumi_openstack as openstack
+import pytest
 from pulumi import automation as auto
 
 from reconciler.local.toolchain import Toolchain
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 PLUGIN_VERSION = json.loads((Path(openstack.__file__).parent / "pulumi-plugin.json").read_text())[
     "version"

@@ -20,6 +20,9 @@ from reconciler.local.backends import BackendServer, start_server
 from reconciler.local.toolchain import Toolchain
 from tests.backends import Backend
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def processes_in(folder: Path) -> list[str]:
     """The command lines of the live processes that name ``folder`` (a server and its

@@ -25,6 +25,9 @@ from reconciler.local.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 PASSPHRASE = "bounded-state-passphrase"
 
 

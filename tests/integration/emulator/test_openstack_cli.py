@@ -16,6 +16,9 @@ from emulator.timing import INSTANT
 from tests.emulated import emulator_fixture
 from tests.integration.emulator.conftest import Admin
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 OPENSTACK = Path(sys.executable).parent / "openstack"
 
 

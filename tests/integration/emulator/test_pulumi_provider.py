@@ -33,6 +33,9 @@ from emulator.timing import CLOUDLIKE, INSTANT, TimingProfile
 from reconciler.local.toolchain import Toolchain
 from tests.emulated import running_emulator
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 @dataclass(frozen=True)
 class Desired:

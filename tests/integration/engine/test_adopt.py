@@ -26,6 +26,9 @@ from tests.builders import stored_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import Env, occm_made, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 A = "loadbalancer.openstack.org/"
 
 

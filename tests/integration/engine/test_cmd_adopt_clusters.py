@@ -26,6 +26,9 @@ from tests.builders import make_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 NS = "ids-adopt"
 THEIRS = "0d7e9c1a-5b8f-4e0b-9a3c-2f4d6e8a0b1c"
 

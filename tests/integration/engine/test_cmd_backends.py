@@ -32,6 +32,9 @@ from tests.emulated import connect
 from tests.integration.engine.conftest import CLUSTER, NODES, Env, occm_made, spec_for
 from tests.integration.engine.test_cmd_adopt_clusters import cluster_nodes
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 _RUNS = itertools.count()
 
 

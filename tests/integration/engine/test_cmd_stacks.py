@@ -21,6 +21,9 @@ from tests.builders import stored_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import CLUSTER, Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def stacks(env: Env, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
     code = main(["stacks", "--state-dir", str(env.state_dir), "--cluster-name", CLUSTER, *extra])

@@ -28,6 +28,9 @@ from tests.builders import make_service, stored_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import CLUSTER, Env, kube_fixture, occm_made, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 NS = "sweep-test"
 
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from reconciler.engine.state.store import LockRecord
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, spec_for
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 
 def test_a_restarted_engine_lists_and_skips_without_a_pulumi_per_stack(

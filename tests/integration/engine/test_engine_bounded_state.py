@@ -9,8 +9,13 @@ test_bounded_state.py.)
 
 from __future__ import annotations
 
+import pytest
+
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, spec_for
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 
 def test_history_is_pruned_and_a_delete_leaves_nothing(backend_env: Env) -> None:

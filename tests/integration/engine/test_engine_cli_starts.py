@@ -28,6 +28,9 @@ from reconciler.model import LoadBalancerSpec
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def plain(env: Env, stack: ServiceStack, *args: str) -> Any:
     """``pulumi <args> --json`` of the stack, parsed."""

@@ -21,6 +21,9 @@ from reconciler.engine.stack_spec import StackSpec
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 A = "loadbalancer.openstack.org/"
 OTHER_ID = "0b0b0b0b-0b0b-4b0b-8b0b-0b0b0b0b0b0b"
 

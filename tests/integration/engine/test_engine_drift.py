@@ -13,10 +13,15 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler.engine.results import DriftedResource, DriftReport, PropertyDrift
 from tests.builders import stored_service
 from tests.emulated import connect, wait_until
 from tests.integration.engine.conftest import Env, spec_for
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 
 def files(root: Path) -> dict[str, str]:

@@ -30,6 +30,9 @@ from tests.builders import stored_service
 from tests.emulated import connect, wait_until
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 120.0  # operation_timeout: a destroy stuck on an ERROR child ends here (the bug)
 
 

@@ -31,6 +31,9 @@ from tests.builders import stored_service
 from tests.emulated import wait_until
 from tests.integration.engine.conftest import Env, env_of_its_own, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 SLOW_CREATE = TimingProfile(name="slow-create", lb_create=4.0, lb_update=0, lb_delete=0, child=0)
 
 

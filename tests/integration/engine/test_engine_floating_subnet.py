@@ -21,6 +21,9 @@ from reconciler.engine.errors import InvalidConfigError
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 A = "loadbalancer.openstack.org/"
 
 # name -> (cidr, tags); "public-subnet" (172.24.4.0/24, no tags) is the topology's own

@@ -20,6 +20,9 @@ from reconciler.engine.errors import EngineError
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 60.0  # operation_timeout: before the fix the next up waited here on Octavia's 409
 
 

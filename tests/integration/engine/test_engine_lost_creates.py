@@ -14,6 +14,9 @@ from reconciler.engine.errors import EngineError
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def test_floating_ip_made_before_its_create_failed_is_adopted(fault_env: tuple[Env, str]) -> None:
     env, _admin = fault_env

@@ -30,6 +30,9 @@ from stacks.vocabulary import PROJECT
 from tests.builders import make_node, stored_service
 from tests.integration.engine.conftest import NODES, PASSPHRASE, Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 GROWN = [*NODES, make_node("worker-c", internal="10.0.0.13", hostname=False)]
 ALL_ADDRESSES = ["10.0.0.11", "10.0.0.12", "10.0.0.13"]
 

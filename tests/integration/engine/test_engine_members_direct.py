@@ -29,6 +29,9 @@ from stacks.vocabulary import MEMBERS_TYPE
 from tests.builders import make_node, stored_service
 from tests.integration.engine.conftest import NODES, Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 A = "loadbalancer.openstack.org/"
 THIRD = make_node("worker-c", internal="10.0.0.13", hostname=False)
 GROWN = [*NODES, THIRD]

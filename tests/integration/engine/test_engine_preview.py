@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
 from reconciler.engine.state.bucket import FileBucket
@@ -21,6 +23,9 @@ from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.local.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, Env, spec_for
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 A = "loadbalancer.openstack.org/"
 

@@ -22,6 +22,9 @@ from tests.builders import stored_service
 from tests.emulated import connect
 from tests.integration.engine.conftest import CLUSTER, NODES, Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 RANGES = ["192.0.2.0/24", "198.51.100.7/32"]
 TWO_PORTS = [
     {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080},

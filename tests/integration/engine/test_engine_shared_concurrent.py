@@ -47,6 +47,9 @@ from tests.builders import stored_service
 from tests.emulated import EmulatorAdmin, connect, wait_until
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 A = "loadbalancer.openstack.org/"
 # Octavia that takes its time: while a child or the load balancer's tags change, the load
 # balancer is PENDING_UPDATE and every other change to it is answered 409.

@@ -23,6 +23,9 @@ from reconciler.model.naming import lb_name
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     config = env.config()

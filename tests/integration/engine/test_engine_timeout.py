@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from reconciler.controller.backend import Failure, failure_of
@@ -26,6 +27,9 @@ from reconciler.engine.state.store import LockRecord
 from tests.builders import stored_service
 from tests.emulated import wait_until
 from tests.integration.engine.conftest import Env, only, spec_for
+
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 8.0  # operation_timeout given to the engine
 GRACE = 20.0  # interrupt_grace: SIGINT, then SIGKILL after this long

@@ -18,6 +18,9 @@ from reconciler.config import parse_cloud_conf
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("entry", ["emulator", "emulator-appcred"])
 def test_credentials_from_clouds_yaml(

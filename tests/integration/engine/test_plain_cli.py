@@ -21,6 +21,9 @@ import pytest
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
 
+# each test starts real pulumi runs or servers for many seconds: not in make test-fast
+pytestmark = pytest.mark.slow
+
 
 def _pulumi(env: Env, where: Path, *args: str, json_flag: bool = True) -> Any:
     """``pulumi <args>`` in another process that knows only the backend and the passphrase."""
