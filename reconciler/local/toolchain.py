@@ -89,9 +89,14 @@ def find_toolchain(*, tools: tuple[str, ...] = TOOLS, build: bool = True) -> Too
         folder = Path(explicit)
         if not _complete(folder, tools):
             missing = [t for t in tools if not os.access(folder / t, os.X_OK)]
+            printer = (
+                "tools/build.sh --with-minio --path"
+                if "minio" in missing
+                else ("make -s tools-path")
+            )
             raise ToolchainError(
                 f"LBR_TOOLS_BIN={explicit} lacks {', '.join(missing)}; "
-                "point it at the folder `make -s tools-path` prints, or unset it"
+                f"point it at the folder `{printer}` prints, or unset it"
             )
         return Toolchain(bin_dir=folder)
     if build and BUILD_SCRIPT.is_file():

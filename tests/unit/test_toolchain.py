@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.local.toolchain import TOOLS, Toolchain, ToolchainError, find_toolchain
+from reconciler.local.toolchain import TOOLS, WITH_MINIO, Toolchain, ToolchainError, find_toolchain
 
 
 def _fake_tools(folder: Path, names: tuple[str, ...]) -> None:
@@ -70,3 +70,13 @@ def test_pulumi_root_links_a_bin_folder_for_other_names(
     root = Toolchain(bin_dir=tools).pulumi_root()
     assert (root / "bin" / "pulumi").resolve() == (tools / "pulumi").resolve()
     assert Toolchain(bin_dir=tools).pulumi_root() == root  # stable, idempotent
+
+
+def test_explicit_folder_without_minio_says_how_to_get_a_folder_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_tools(tmp_path, TOOLS)
+    monkeypatch.setenv("LBR_TOOLS_BIN", str(tmp_path))
+    with pytest.raises(ToolchainError, match=r"lacks minio; .*tools/build.sh --with-minio --path"):
+        find_toolchain(tools=WITH_MINIO)
+    assert find_toolchain().bin_dir == tmp_path  # the demo's and the controller's tools are there
