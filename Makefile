@@ -7,8 +7,15 @@ STAMP := $(VENV)/.installed
 # pytest-xdist workers for make test: the suite mostly waits (on pulumi, the emulator's
 # provisioning, leases), so twice the cores of a 2-core machine; docs/testing.md has the figures
 TEST_WORKERS ?= 4
+# a random order each run (pytest-randomly), its seed on the command line make prints, so a
+# failure's order can be repeated: TEST_SEED=N make test; TEST_SEED=none runs in file order
+TEST_SEED ?=
+ifeq ($(TEST_SEED),)
+TEST_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+ORDER := $(if $(filter none,$(TEST_SEED)),-p no:randomly,-p randomly --randomly-seed=$(TEST_SEED))
 PYTEST_ARGS ?=
-PYTEST := $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+PYTEST := $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(ORDER) $(PYTEST_ARGS)
 
 .PHONY: help venv tools tools-test tools-path demo test test-fast test-unit lint format clean
 
