@@ -90,7 +90,7 @@ def shared(toolchain: Toolchain, tmp_path: Path) -> Iterator[Shared]:
         env = Env(topo=handle.topology(), cloud=admin, toolchain=toolchain, state_dir=tmp_path)
         yield Shared(env=env, admin=admin)
         admin.clear_faults()
-        wait_until(lambda: admin.created() == {} or None, timeout=30)
+        admin.wait_nothing_created(timeout=30)
     finally:
         emulator_log.setLevel(level)
         handle.stop()
@@ -224,7 +224,7 @@ def _books(s: Shared, engine: Engine, lb_id: str, services: list[Svc]) -> dict[s
 def _all_gone(s: Shared) -> None:
     """Nothing made in the cloud is left (a load balancer deleted without waiting for Octavia
     is PENDING_DELETE for a moment)."""
-    wait_until(lambda: s.env.cloud.created() == {} or None, timeout=30)
+    s.env.cloud.wait_nothing_created(timeout=30)
 
 
 def _owner(s: Shared, engine: Engine, ports: tuple[int, ...] = (80,)) -> tuple[Svc, str]:
