@@ -159,6 +159,8 @@ class EmulatorApp:
                 decision = self.cloud.faults.decide(route.op, interface=request.interface)
                 if decision.latency:
                     time.sleep(decision.latency)
+                if decision.hold is not None:
+                    decision.hold.wait()
                 if decision.drop:
                     return None
                 if decision.lose_answer:  # carried out; the answer (logged) is dropped

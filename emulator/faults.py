@@ -7,7 +7,10 @@ Two kinds of rules, both loaded from the ``faults`` file (YAML/JSON) or the admi
   ``neutron.floatingip.update``, ``octavia.member.batch_update``...) and a rule's ``operation``
   is a glob. A matching rule fires with probability ``rate`` (at most ``count`` times) and then
   adds ``latency`` seconds, answers ``status`` with an error body, drops the connection without
-  an answer, or (``quota: true``) answers that service's over-quota error. ``drop`` with
+  an answer, or (``quota: true``) answers that service's over-quota error. ``hold: true``
+  keeps the request waiting (after its latency) until the fault configuration is replaced or
+  cleared, then lets it go on: a cloud call that is in flight for exactly as long as a test
+  needs, with no sleep to guess. ``drop`` with
   ``after: true`` carries the operation out first and then drops the connection: the cloud made
   the change and the client never hears of it (an API process that dies mid-answer). A rule's
   ``interface`` (a glob, default any) limits it to requests through the catalog's ``public``,
@@ -44,6 +47,7 @@ class FaultRule:
     count: int | None = None
     message: str = "Injected fault"
     interface: str = "*"  # glob over the catalog interface used: public, internal, admin
+    hold: bool = False  # wait until the configuration is replaced or cleared, then go on
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
@@ -111,6 +115,7 @@ class Decision:
 
     latency: float = 0.0
     rule: FaultRule | None = None
+    hold: threading.Event | None = None  # set when the request may go on
 
     @property
     def drop(self) -> bool:
@@ -128,6 +133,7 @@ class _Armed:
     config: FaultConfig
     rng: random.Random
     fired: dict[str, int] = field(default_factory=dict)
+    released: threading.Event = field(default_factory=threading.Event)
 
 
 class FaultInjector:
@@ -146,8 +152,15 @@ class FaultInjector:
         return self._armed.config
 
     def configure(self, config: FaultConfig) -> None:
+        """Replace the configuration; the requests its ``hold`` rules keep go on."""
         with self._lock:
+            self._armed.released.set()
             self._armed = self._arm(config)
+
+    def release(self) -> None:
+        """Let every held request go on, and hold none from now (the cloud is closing)."""
+        with self._lock:
+            self._armed.released.set()
 
     def extend(
         self, *, rules: tuple[FaultRule, ...] = (), loadbalancers: tuple[LbFault, ...] = ()
@@ -170,7 +183,7 @@ class FaultInjector:
     def decide(self, operation: str, *, interface: str = "public") -> Decision:
         """The latency to add and the failing rule (if any) for one API operation, asked
         through the catalog's ``interface``."""
-        latency = 0.0
+        latency, hold = 0.0, None
         with self._lock:
             armed = self._armed
             for i, rule in enumerate(armed.config.rules):
@@ -181,9 +194,11 @@ class FaultInjector:
                 if not self._fire(armed, f"rules[{i}]", rule.rate, rule.count):
                     continue
                 latency += rule.latency
+                if rule.hold and not armed.released.is_set():
+                    hold = armed.released
                 if rule.fails:
-                    return Decision(latency=latency, rule=rule)
-        return Decision(latency=latency)
+                    return Decision(latency=latency, rule=rule, hold=hold)
+        return Decision(latency=latency, hold=hold)
 
     def lb_outcome(self, *, name: str, phase: str) -> str:
         """``ok``, ``error`` or ``stuck`` for a load balancer transition."""

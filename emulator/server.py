@@ -108,6 +108,7 @@ class EmulatorHandle:
         if self._stopped:
             return
         self._stopped = True
+        self.cloud.faults.release()  # a held request would keep the pool from shutting down
         try:
             self._serving.close()
         finally:

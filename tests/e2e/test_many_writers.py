@@ -152,11 +152,12 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
     stack = stack_of(c, "refreshed")
     store = backend.store()
 
-    # the refresh reads the load balancer slowly: its lock is on the stack for seconds, long
-    # enough to be seen and the refresh frozen with it (no test reads the cloud meanwhile)
+    # the refresh's read of the load balancer is held until the faults are cleared: its lock is
+    # on the stack until then, to be seen and the refresh frozen with it (no test reads the
+    # cloud meanwhile)
     c.cloud.post(
         "/faults/rules",
-        {"operation": "octavia.loadbalancer.get", "latency": 3.0, "status": 200, "count": 1},
+        {"operation": "octavia.loadbalancer.get", "hold": True, "status": 200, "count": 1},
     )
     refresh = subprocess.Popen(
         [
@@ -184,6 +185,7 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
         assert c.members("refreshed") == {"10.0.0.11", "10.0.0.12"}  # not under its lock
         assert store.list_locks(stack) == locks
     finally:
+        c.cloud.clear_faults()  # the held read is answered; the refresh reads it once thawed
         os.killpg(refresh.pid, signal.SIGCONT)
     out, _ = refresh.communicate(timeout=180)
     assert refresh.returncode == 0, out

@@ -5,6 +5,7 @@ These run their own emulators (not the session one), since they stop them.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import http.client
 import json
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,50 @@ def test_dropped_connection_is_a_reset_without_a_response() -> None:
             assert session.get(f"{handle.url}/admin/health", timeout=10).status_code == 200
     finally:
         handle.stop()
+
+
+def _held_get(handle: Any) -> tuple[threading.Thread, list[int]]:
+    """``GET /identity/`` on a thread, once a ``hold`` rule has it (its answer's status, or
+    nothing, lands in the list)."""
+    answers: list[int] = []
+
+    def get() -> None:
+        with contextlib.suppress(requests.ConnectionError):  # the server stopped under it
+            answers.append(requests.get(f"{handle.url}/identity/", timeout=30).status_code)
+
+    thread = threading.Thread(target=get)
+    thread.start()
+    with requests.Session() as admin:
+        fired = f"{handle.url}/admin/faults/fired"
+        deadline = time.monotonic() + 30
+        while admin.get(fired, timeout=10).json().get("rules[0]") != 1:
+            assert time.monotonic() < deadline, "the request never reached the hold rule"
+            time.sleep(0.05)
+    return thread, answers
+
+
+def test_a_held_request_goes_on_when_the_faults_are_cleared() -> None:
+    faults = FaultConfig(rules=(FaultRule(operation="keystone.versions", hold=True, status=200),))
+    handle = start(config=EmulatorConfig(faults=faults))
+    try:
+        thread, answers = _held_get(handle)
+        with requests.Session() as admin:  # the server serves others meanwhile
+            assert admin.get(f"{handle.url}/admin/health", timeout=10).status_code == 200
+            assert answers == []  # still held: nothing has cleared the rule
+            assert admin.delete(f"{handle.url}/admin/faults", timeout=10).status_code == 204
+        thread.join(timeout=30)
+        assert answers == [300]  # then answered as without the rule
+    finally:
+        handle.stop()
+
+
+def test_stop_lets_a_held_request_go() -> None:
+    faults = FaultConfig(rules=(FaultRule(operation="keystone.versions", hold=True, status=200),))
+    handle = start(config=EmulatorConfig(faults=faults))
+    thread, _answers = _held_get(handle)
+    handle.stop()  # returns: the pool is not kept waiting by the held request
+    thread.join(timeout=30)
+    assert not thread.is_alive()
 
 
 def test_head_answers_headers_without_a_body() -> None:
