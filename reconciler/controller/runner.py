@@ -32,7 +32,6 @@ identity as the message (``pulumi stack history``).
 
 from __future__ import annotations
 
-import faulthandler
 import logging
 import os
 import signal
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reconciler.config import CloudConfig, Secret, parse_cloud_conf
+from reconciler.controller import thread_dump
 from reconciler.controller.backend import LoadBalancerEngine, PulumiEngine
 from reconciler.controller.health import HealthServer
 from reconciler.controller.housekeeping import HousekeepingSettings
@@ -244,9 +244,7 @@ def run(
     if stop is None and threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda _s, _f: done.set())
-        # `kill -USR1 <pid>`: every thread's stack on stderr, and the process goes on (for a
-        # controller that does not stop or does not progress; docs/operations.md)
-        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+        thread_dump.install()  # `kill -USR1 <pid>`: every thread's stack in the log
 
     metrics = Metrics()
     controller = Controller(

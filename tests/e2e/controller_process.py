@@ -22,6 +22,7 @@ from typing import Any
 
 import requests
 
+from reconciler.controller import thread_dump
 from reconciler.engine.recovery import kill_tree, start_time
 from reconciler.local.plane import free_port
 from reconciler.local.toolchain import Toolchain
@@ -191,19 +192,35 @@ class ControllerProcess:
         return code
 
     def stacks(self) -> str:
-        """Every thread's stack of the running controller (its SIGUSR1 dump, in its log)."""
+        """Every thread's stack of the running controller: its SIGUSR1 log record
+        (:mod:`reconciler.controller.thread_dump`), as text; "" if none came within 10 s."""
         assert self.proc is not None
         before = self.log_path.stat().st_size
         self.proc.send_signal(signal.SIGUSR1)
-        deadline, seen = time.monotonic() + 10, -1
-        text = ""
-        while time.monotonic() < deadline:  # written at once, by C code: done when it stops growing
-            text = self.log_path.read_bytes()[before:].decode(errors="replace")
-            if "Thread 0x" in text and len(text) == seen:
-                break
-            seen = len(text)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for record in records_after(self.log_path, before):
+                if record.get("msg") == thread_dump.MESSAGE:
+                    threads: dict[str, str] = record["threads"]
+                    return "\n".join(f"Thread {name}:\n{stack}" for name, stack in threads.items())
             time.sleep(0.2)
-        return text
+        return ""
+
+
+def records_after(path: Path, offset: int) -> list[dict[str, Any]]:
+    """The JSON log records written to ``path`` after byte ``offset`` (whole lines only)."""
+    with path.open("rb") as log:
+        log.seek(offset)
+        text = log.read().decode(errors="replace")
+    out = []
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break  # being written
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def group_members(pgid: int) -> list[int]:

@@ -34,7 +34,7 @@ from reconciler.engine.state.store import open_state_store
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend
 from tests.e2e import test_controller_process as proc
-from tests.e2e.controller_process import PASSPHRASE, ControllerProcess
+from tests.e2e.controller_process import PASSPHRASE, ControllerProcess, records_after
 from tests.e2e.test_controller_process import FAST_LEASE, Cluster, eventually, lease_holder
 
 # test_controller_process's fixtures (a control plane, the emulator, the RBAC, the Nodes, a
@@ -179,19 +179,6 @@ def test_sigkill_of_the_leader_mid_up_the_standby_converges_every_service(
     assert c.cloud.created() == {}
 
 
-def records_after(proc: ControllerProcess, offset: int) -> list[dict[str, Any]]:
-    """The JSON log records ``proc`` wrote after byte ``offset`` of its log."""
-    out = []
-    with proc.log_path.open("rb") as log:
-        log.seek(offset)
-        for line in log.read().decode(errors="replace").splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return out
-
-
 def parse_time(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
@@ -230,7 +217,7 @@ def test_a_frozen_leader_that_resumes_does_not_write_and_steps_down(
 
     code = leader.proc.wait(timeout=60)  # it steps down: leadership lost, exit 1
     assert code == 1, leader.log_tail()
-    after = records_after(leader, offset)
+    after = records_after(leader.log_path, offset)
     messages = [str(r.get("msg")) for r in after]
     assert "lost leadership" in messages, messages
     started = [r for r in after if r.get("msg") == "stack operation started"]
