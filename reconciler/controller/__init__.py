@@ -20,7 +20,8 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
   whether this process may write now, and what it knows of its term;
 * :mod:`.kubeapi`: raw JSON calls to the Kubernetes API; :mod:`.kubeconfig`: API clients from a
   kubeconfig or the in-cluster account;
-* :mod:`.health`, :mod:`.metrics`, :mod:`.logs`: probes, Prometheus metrics, log output.
+* :mod:`.health`, :mod:`.metrics`, :mod:`.logs`: probes, Prometheus metrics, log output;
+  :mod:`.thread_dump`: every thread's stack in the log on SIGUSR1.
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`reconciler.engine` (only
 :mod:`.runner` builds an :class:`~reconciler.engine.stack.Engine`; the rest sees it through
