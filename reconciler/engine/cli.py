@@ -6,6 +6,8 @@ each start cheap). No decisions live here.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Mapping
 
 from pulumi import automation as auto
@@ -46,13 +48,23 @@ CLI_GOMAXPROCS = "1"
 CLI_LOG_MAX_TOTAL_MB = "32"
 
 
+@functools.cache
+def _checked(root: str, _modified_ns: int) -> auto.PulumiCommand:
+    """``<root>/bin/pulumi`` with its version read and checked against the SDK's minimum (it
+    raises when too old): one ``pulumi version`` (about 0.3 CPU seconds) per binary, as it was
+    when modified, and process, instead of one per engine."""
+    return auto.PulumiCommand(root=root)
+
+
 class EngineCommand(auto.PulumiCommand):
     """The toolchain's ``pulumi`` as the Automation API runs it: ``fence`` is called before every
     command (it raises to refuse), and every update carries ``message`` (who made it)."""
 
     def __init__(self, *, root: str, fence: Callable[[list[str]], None], message: str) -> None:
+        # not PulumiCommand.__init__: it runs `pulumi version` each time (_checked)
         self._fence, self._message = fence, message
-        super().__init__(root=root)
+        self.command = os.path.join(root, "bin", "pulumi")
+        self.version = _checked(root, os.stat(self.command).st_mtime_ns).version
 
     def run(
         self,

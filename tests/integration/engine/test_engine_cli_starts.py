@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.engine import cli
 from reconciler.engine.cli import CLI_LOG_MAX_TOTAL_MB
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.stack import ServiceStack
@@ -143,9 +144,9 @@ def test_create_noop_update_delete(
     assert env.cloud.lbs() == []
 
     if via == "store":
-        # version: the engine checks the CLI once; the stack, its salt and the password's
-        # ciphertext are written without `stack init` and `config set --secret`
-        assert on_create == ["version", "up"]
+        # the stack, its salt and the password's ciphertext are written without `stack init`
+        # and `config set --secret`; `pulumi version` is read once per process (the next test)
+        assert [start for start in on_create if start != "version"] == ["up"]
         assert on_noop == []
         assert on_update == ["up"]  # no `stack select`: the backend holds it (KnownStack)
         # the direct delete (docs/engine.md): one cascade DELETE and the floating IP's through
@@ -157,6 +158,19 @@ def test_create_noop_update_delete(
         assert "stack output" not in on_create + on_update
         assert "stack history" not in on_create + on_update + on_delete
         assert on_noop.count("stack tag") == 1  # one `stack tag ls`; outputs from the CLI
+
+
+def test_the_cli_s_version_is_read_once_per_process(env: Env, starts: list[str]) -> None:
+    """``pulumi version`` (the SDK's check of the CLI against its minimum) runs for the first
+    engine of a process, not for each: tests and tools make many engines, and each check is a
+    `pulumi` start (reconciler.engine.cli._checked)."""
+    cli._checked.cache_clear()
+    config = env.config()
+    first = env.engine(config)
+    second = env.engine(config)
+    assert starts == ["version"]
+    assert first.pulumi_command.version is not None
+    assert second.pulumi_command.version == first.pulumi_command.version
 
 
 def test_pulumi_and_its_plugin_run_tuned_for_short_lives(
