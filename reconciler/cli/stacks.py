@@ -12,7 +12,7 @@ from reconciler.cli.common import EXIT_OK, CommandError, add_stack_options, open
 from reconciler.cli.stacks_report import parse_history, render_json, render_text, row
 from reconciler.cli.terminal import Style, progress
 from reconciler.engine.errors import EngineError
-from reconciler.engine.stack_meta import last_operations
+from reconciler.engine.listing import last_operations
 
 __all__ = ["register"]
 

@@ -134,7 +134,8 @@ class PulumiEngine:
         return self._engine.stack(service=service).check_drift()
 
     def stacks(self) -> Sequence[StackInfo]:
-        return self._engine.stacks()
+        # the scan's needs (names, tags, locks): on a DIY backend no `pulumi` start each scan
+        return self._engine.stacks(detail=False)
 
     def cancel(self) -> None:
         self._engine.cancel()

@@ -28,7 +28,7 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   whether the direct paths may write at all (the CLI's and the provider's versions, the state's
   format; pure);
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
-* :mod:`.tags`, :mod:`.stack_meta`: a stack's tags, config and the listing;
+* :mod:`.tags`, :mod:`.stack_meta`: a stack's tags and config; :mod:`.listing`: the listing;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class
   naming how the controller retries it (``failure_kind``); :mod:`.failure_text`: what a failed
   run's output says (the cloud's answers, the error lines, the message a user reads; pure);

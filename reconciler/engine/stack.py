@@ -61,6 +61,7 @@ from reconciler.engine.drift import check_drift
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import add_tags
+from reconciler.engine.listing import list_stacks
 from reconciler.engine.lost import lost_lookups
 from reconciler.engine.members_direct import update_members_without_cli
 from reconciler.engine.plan import (
@@ -74,11 +75,9 @@ from reconciler.engine.plan import (
 )
 from reconciler.engine.preview import PreviewOutcome, ResourceStep
 from reconciler.engine.preview_events import step_from_event
-from reconciler.engine.recovery import (
-    recover_pending,
-)
+from reconciler.engine.recovery import recover_pending
 from reconciler.engine.results import DriftReport, EnsureResult
-from reconciler.engine.stack_meta import list_stacks, plain_outputs
+from reconciler.engine.stack_meta import plain_outputs
 from reconciler.engine.stack_spec import (
     create_only_record,
     create_only_tags,
@@ -118,9 +117,9 @@ class Engine(EngineContext):
     def stack(self, *, service: ServiceRef) -> ServiceStack:
         return ServiceStack(engine=self, service=service)
 
-    def stacks(self) -> list[StackInfo]:
-        """This cluster's stacks on the backend (tag ``lbr:cluster``), without opening any."""
-        return list_stacks(self)
+    def stacks(self, *, detail: bool = True) -> list[StackInfo]:
+        """This cluster's stacks (tag ``lbr:cluster``), none opened (:func:`.list_stacks`)."""
+        return list_stacks(self, detail=detail)
 
     def take_over(self) -> Cleared:
         """What a new leader does before its first operation: remove the stale locks of this

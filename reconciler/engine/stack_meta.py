@@ -1,9 +1,9 @@
-"""What the engine keeps *about* a stack besides its state: config, tags, and the stack listing.
+"""What the engine keeps *about* a stack besides its state: config and tags.
 
 :mod:`reconciler.engine.stack` runs the operations; these helpers write a stack's configuration (the
-spec and the provider's credentials) before an operation, its tags before and after one, and list
-the stacks of this cluster. The decisions and the parsing are pure, in
-:mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.provider_config`).
+spec and the provider's credentials) before an operation, and its tags before and after one
+(the listing of this cluster's stacks: :mod:`reconciler.engine.listing`). The decisions and the
+parsing are pure, in :mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.provider_config`).
 
 * **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
   provider's secret fields encrypted here when the stack's salt is this process's own (a stack
@@ -14,13 +14,6 @@ the stacks of this cluster. The decisions and the parsing are pure, in
 * **Outputs** (:func:`plain_outputs`): as plain values, every key present.
 * **Tags** are read and written by :class:`reconciler.engine.tags.StackTags`; which ones, in
   :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
-* **Listing** (:func:`list_stacks`): one ``pulumi stack ls --json --all --project lb-reconciler
-  --tag lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does
-  not print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags
-  and every lock are then read through :mod:`.state.store` in one go (a folder
-  walk, one S3 listing and parallel reads, or one query). For any other backend, or a tags object
-  in a format this code does not know, ``pulumi stack tag ls --json`` is run per stack (about
-  0.35 s each, eight at a time). Nothing opens a stack or reads its state.
 """
 
 from __future__ import annotations
@@ -29,31 +22,20 @@ import hashlib
 import json
 import logging
 import subprocess
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from pulumi import automation as auto
 
-from reconciler.engine.plan import (
-    CLUSTER_TAG,
-    StackInfo,
-    StackListing,
-    parse_stack_ls,
-    stack_info,
-)
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.state.locks import locked
 from reconciler.engine.state.passphrase import encrypt
-from reconciler.engine.state.store import BucketError
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
     IMPORTS_KEY,
-    PROJECT,
     RELEASE_KEY,
     SPEC_KEY,
 )
@@ -64,18 +46,14 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_SUCH_RESOURCE",
     "configure",
-    "last_operations",
-    "list_stacks",
     "new_settings_file",
     "plain_outputs",
     "record_spec",
     "run_cli",
-    "stacks_tagged",
 ]
 
 log = logging.getLogger("reconciler.engine.stack")
 SPEC_CONFIG = f"{CONFIG_NAMESPACE}:{SPEC_KEY}"  # the spec's key in the stack config
-CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
 
 
 # What `pulumi state ...` prints for a URN the state does not hold.
@@ -249,129 +227,3 @@ def plain_outputs(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
 
 
 # --- listing ----------------------------------------------------------------------------------
-
-
-def stacks_tagged(engine: EngineContext, key: str, value: str, *, work_dir: Path) -> list[str]:
-    """Names of the project's stacks tagged ``key=value`` (``work_dir`` holds the project)."""
-    done = subprocess.run(
-        [
-            str(engine.settings.toolchain.path("pulumi")),
-            "stack",
-            "ls",
-            "--tag",
-            f"{key}={value}",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=work_dir,
-        env=engine.env(),
-        check=True,
-    )
-    return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
-
-
-def list_stacks(engine: EngineContext) -> list[StackInfo]:
-    """Every stack of the engine's backend tagged ``lbr:cluster=<cluster_name>``, sorted by name.
-
-    Raises :class:`~reconciler.engine.errors.EngineError` when the backend cannot be listed. A
-    stack whose tags cannot be read (removed meanwhile) is left out, as is one without its
-    namespace and name tags (see :func:`~reconciler.engine.plan.stack_info`).
-    """
-    settings = engine.settings
-    cluster = settings.cluster_name
-    done = subprocess.run(
-        [
-            str(settings.toolchain.path("pulumi")),
-            "stack",
-            "ls",
-            "--json",
-            "--all",
-            "--project",
-            PROJECT,
-            "--tag",
-            f"{CLUSTER_TAG}={cluster}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=settings.state_dir,
-        env=engine.env(),
-        check=False,
-    )
-    subject = f"the stacks of cluster {cluster}"
-    if done.returncode != 0:
-        text = done.stdout + done.stderr
-        raise engine.error(RuntimeError(text), stack="", doing="listing", subject=subject)
-    try:
-        listings = parse_stack_ls(done.stdout)
-    except ValueError as exc:
-        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
-    try:
-        store = engine.store
-        stored = store.all_tags() if store is not None else {}
-        locks = store.all_locks() if store is not None else None
-    except BucketError as exc:
-        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
-    tags: dict[str, dict[str, str] | None] = {item.name: stored.get(item.name) for item in listings}
-    missing = [item for item in listings if tags[item.name] is None]
-    if missing:
-        with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
-            for item, found in zip(
-                missing, pool.map(lambda item: _cli_tags(engine, item), missing), strict=True
-            ):
-                tags[item.name] = found
-    out = []
-    for item in listings:
-        found = tags[item.name]
-        if found is None:
-            continue
-        of_stack = locks.get(item.name, []) if locks is not None else None
-        holding = store.holding if store is not None else ()
-        busy = locked(of_stack, rule=engine.lock_rule(), holding=holding)
-        info = stack_info(item, found, cluster_name=cluster, locked=busy)
-        if info is None:
-            log.warning("stack %s lacks its namespace or name tag; left out", item.name)
-            continue
-        out.append(info)
-    return sorted(out, key=lambda info: info.stack)
-
-
-def _stack_cli(engine: EngineContext, stack: str, *args: str) -> str | None:
-    """stdout of ``pulumi stack <args> --stack <stack>`` run from the state folder; None when
-    it failed (the caller says what that means)."""
-    settings = engine.settings
-    done = subprocess.run(
-        [str(settings.toolchain.path("pulumi")), "stack", *args, "--stack", stack],
-        capture_output=True,
-        text=True,
-        cwd=settings.state_dir,
-        env=engine.env(),
-        check=False,
-    )
-    return done.stdout if done.returncode == 0 else None
-
-
-def last_operations(engine: EngineContext, infos: Sequence[StackInfo]) -> dict[str, str]:
-    """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
-    failed), eight at a time; keyed by stack name. Nothing is decrypted."""
-
-    def history(info: StackInfo) -> str:
-        args = ("history", "--json", "--page-size", "1")
-        return _stack_cli(engine, info.qualified or info.stack, *args) or ""
-
-    with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
-        return {
-            info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
-        }
-
-
-def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | None:
-    out = _stack_cli(engine, item.qualified, "tag", "ls", "--json")
-    try:
-        raw = json.loads(out) if out is not None else None
-    except ValueError:
-        raw = None
-    if not isinstance(raw, Mapping):
-        log.warning("could not read the tags of stack %s; left out of the listing", item.name)
-        return None
-    return {str(k): str(v) for k, v in raw.items()}

@@ -338,3 +338,25 @@ def test_tags_are_written_over_the_version_read_only(tmp_path: Path) -> None:
     with pytest.raises(WriteConflictError):
         store.write_tags("c.ns.web", {"a": "3"}, if_version=version)
     assert store.tags("c.ns.web") == {"a": "2"}
+
+
+def test_stack_names_are_the_checkpoints_the_cli_lists(tmp_path: Path) -> None:
+    """One per checkpoint (.json, .json.gz, .json.zst); backups, tags, sidecars, other
+    projects' stacks and deeper folders are no stack."""
+    store = open_state_store(f"file://{tmp_path}")
+    base = tmp_path / ".pulumi" / "stacks" / PROJECT
+    (base / "deeper").mkdir(parents=True)
+    for name in (
+        "web.json",
+        "web.json.bak",
+        "web.pulumi-tags",
+        "db.json.gz",
+        "cache.json.zst",
+        "cache.json",  # both: one stack
+        "deeper/x.json",
+        ".json",
+    ):
+        (base / name).write_text("{}")
+    (tmp_path / ".pulumi" / "stacks" / "other-project").mkdir()
+    (tmp_path / ".pulumi" / "stacks" / "other-project" / "theirs.json").write_text("{}")
+    assert store.stack_names() == ["cache", "db", "web"]

@@ -53,9 +53,9 @@ from reconciler.engine.delete.direct import (
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import others_on, remove_tag
+from reconciler.engine.listing import stacks_tagged
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.plan import HASH_TAG, OWNS_TAG, applied_spec_from, outputs_from_tags
-from reconciler.engine.stack_meta import stacks_tagged
 from reconciler.model.naming import (
     KEPT_FLOATING_IP_TAG,
     made_by_cluster,

@@ -268,6 +268,15 @@ class StateStore:
 
     # --- stacks ------------------------------------------------------------------------------
 
+    def stack_names(self) -> list[str]:
+        """The project's stacks as ``pulumi stack ls`` finds them: one per checkpoint object
+        (``<stack>.json``, ``.json.gz``, ``.json.zst``), sorted; none read (the CLI reads each
+        and leaves out one it cannot parse)."""
+        prefix = self.stacks_prefix()
+        keys = [obj.key[len(prefix) :] for obj in self.bucket.list(prefix)]
+        found = {k[: -len(end)] for k in keys for end in CHECKPOINT_SUFFIXES if k.endswith(end)}
+        return sorted(name for name in found if name and "/" not in name)
+
     def stack_exists(self, stack: str) -> bool:
         """Whether the backend has a checkpoint of ``stack`` (plain or compressed)."""
         base = f"{self.stacks_prefix()}{stack}"

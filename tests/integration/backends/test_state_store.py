@@ -99,6 +99,8 @@ def test_stacks_and_tags_the_cli_wrote(
         pulumi(toolchain, backend, where, "stack", "tag", "set", "lbr:cluster", "c", "-s", stack)
         pulumi(toolchain, backend, where, "stack", "tag", "set", "lbr:name", stack[5:], "-s", stack)
     store.check_layout()  # meta.yaml version 1
+    listed = json.loads(pulumi(toolchain, backend, where, "stack", "ls", "--json").stdout)
+    assert store.stack_names() == sorted(s["name"] for s in listed) == ["c.ns.db", "c.ns.web"]
     assert store.stack_exists("c.ns.web")
     assert not store.stack_exists("c.ns.gone")
     web = store.tags("c.ns.web")
@@ -141,6 +143,7 @@ def test_stacks_and_tags_the_cli_wrote(
 
     pulumi(toolchain, backend, where, "stack", "rm", "c.ns.db", "--yes")
     assert not store.stack_exists("c.ns.db")
+    assert store.stack_names() == ["c.ns.web"]  # its .bak and backups are no stack
     assert set(store.all_tags()) == {"c.ns.web"}
     assert store.list_locks("c.ns.web") == []
     assert store.all_locks() == {}

@@ -27,7 +27,9 @@ from tests.integration.engine.conftest import Env, spec_for
 pytestmark = pytest.mark.slow
 
 
-def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stacks_lists_this_clusters_stacks(
+    env: Env, monkeypatch: pytest.MonkeyPatch, starts: list[str]
+) -> None:
     config = env.config()
     engine = env.engine(config)
     a = stored_service("list-a")
@@ -101,11 +103,22 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
 
         assert [i.stack for i in other.stacks()] == [stack_other.name]
 
+        # the controller's scan: the same stacks from the store alone, no `pulumi` started;
+        # no last update or resource count (only the `stacks` command shows them)
+        starts.clear()
+        light = engine.stacks(detail=False)
+        assert starts == []
+        assert light == [replace(i, last_update=None, resource_count=None) for i in listed]
+        assert [i.stack for i in other.stacks(detail=False)] == [stack_other.name]
+
         found = engine.stack_for(by_name[stack_b.name])
         assert found.name == stack_b.name
         assert found.service == spec_b.service
         assert found.delete().existed
         assert [i.stack for i in engine.stacks()] == sorted([stack_a.name, stack_c.name])
+        assert [i.stack for i in engine.stacks(detail=False)] == sorted(
+            [stack_a.name, stack_c.name]
+        )
     finally:
         for name in ("list-b", "list-a", "list-c"):
             ref = ServiceRef(
@@ -114,6 +127,7 @@ def test_stacks_lists_this_clusters_stacks(env: Env, monkeypatch: pytest.MonkeyP
             engine.stack(service=ref).delete()
         stack_other.delete()
     assert engine.stacks() == []
+    assert engine.stacks(detail=False) == []
     assert [i.stack for i in other.stacks()] == []
 
 

@@ -1,0 +1,220 @@
+"""This cluster's stacks on the backend, and the stacks a tag names.
+
+* :func:`list_stacks`, with ``detail`` (the ``stacks``, ``preview``, ``adopt`` and ``sweep``
+  commands): one ``pulumi stack ls --json --all --project lb-reconciler --tag
+  lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does not
+  print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags and
+  every lock are then read through :mod:`.state.store` in one go (a folder walk, one S3 listing
+  and parallel reads, or one query). For any other backend, or a tags object in a format this
+  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight
+  at a time). Nothing opens a stack or reads its state.
+* Without ``detail`` (the controller's periodic scan), a DIY backend's stack names come from the
+  store's listing too: no ``pulumi`` starts (docs/engine.md).
+* :func:`last_operations`: each stack's last history entry; :func:`stacks_tagged`: the names of
+  the stacks with a tag.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reconciler.engine.plan import (
+    CLUSTER_TAG,
+    StackInfo,
+    StackListing,
+    parse_stack_ls,
+    stack_info,
+)
+from reconciler.engine.state.locks import locked
+from reconciler.engine.state.store import ORGANIZATION, BucketError
+from stacks.vocabulary import PROJECT
+
+if TYPE_CHECKING:
+    from reconciler.engine.context import EngineContext
+
+__all__ = ["last_operations", "list_stacks", "stacks_tagged"]
+
+log = logging.getLogger("reconciler.engine.stack")
+CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
+
+
+def stacks_tagged(engine: EngineContext, key: str, value: str, *, work_dir: Path) -> list[str]:
+    """Names of the project's stacks tagged ``key=value`` (``work_dir`` holds the project)."""
+    done = subprocess.run(
+        [
+            str(engine.settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--tag",
+            f"{key}={value}",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work_dir,
+        env=engine.env(),
+        check=True,
+    )
+    return [str(s["name"]) for s in json.loads(done.stdout or "[]")]
+
+
+def list_stacks(engine: EngineContext, *, detail: bool = True) -> list[StackInfo]:
+    """Every stack of the engine's backend tagged ``lbr:cluster=<cluster_name>``, sorted by name.
+
+    With ``detail``, through ``pulumi stack ls`` (each stack's last update and resource count,
+    which it reads from each checkpoint). Without, on a backend the store reads, from one
+    listing of the backend and no ``pulumi`` (last update and resource count None): what the
+    controller's periodic scan needs (names, tags, locks), at no process start.
+
+    Raises :class:`~reconciler.engine.errors.EngineError` when the backend cannot be listed. A
+    stack whose tags cannot be read (removed meanwhile) is left out, as is one without its
+    namespace and name tags (see :func:`~reconciler.engine.plan.stack_info`).
+    """
+    subject = f"the stacks of cluster {engine.settings.cluster_name}"
+    store = engine.store
+    if detail or store is None:
+        return _infos(engine, _cli_listings(engine, subject), subject)
+    cluster = engine.settings.cluster_name
+    try:
+        names, stored = store.stack_names(), store.all_tags()
+    except BucketError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    # as `--tag lbr:cluster=<cluster>` selects: a stack without a tags object has no tag; one
+    # whose tags the store cannot read is asked of the CLI (_infos)
+
+    def selected(name: str) -> bool:
+        if name not in stored:
+            return False
+        tags = stored[name]
+        return tags is None or tags.get(CLUSTER_TAG) == cluster
+
+    ours = [name for name in names if selected(name)]
+    listings = [
+        StackListing(
+            name=name,
+            qualified=f"{ORGANIZATION}/{PROJECT}/{name}",
+            last_update=None,
+            update_in_progress=False,  # the CLI says so only of Pulumi Cloud's stacks
+            resource_count=None,
+        )
+        for name in ours
+    ]
+    return _infos(engine, listings, subject, stored=stored)
+
+
+def _cli_listings(engine: EngineContext, subject: str) -> list[StackListing]:
+    """``pulumi stack ls --json --all`` of the project's stacks tagged with this cluster."""
+    settings = engine.settings
+    done = subprocess.run(
+        [
+            str(settings.toolchain.path("pulumi")),
+            "stack",
+            "ls",
+            "--json",
+            "--all",
+            "--project",
+            PROJECT,
+            "--tag",
+            f"{CLUSTER_TAG}={settings.cluster_name}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        raise engine.error(RuntimeError(text), stack="", doing="listing", subject=subject)
+    try:
+        return parse_stack_ls(done.stdout)
+    except ValueError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+
+
+def _infos(
+    engine: EngineContext,
+    listings: Sequence[StackListing],
+    subject: str,
+    *,
+    stored: Mapping[str, dict[str, str] | None] | None = None,
+) -> list[StackInfo]:
+    """The listed stacks that are this cluster's, with their tags (``stored``: the store's, if
+    read already) and whether a lock (not a stale one of this controller's) holds them."""
+    cluster = engine.settings.cluster_name
+    store = engine.store
+    try:
+        if stored is None:
+            stored = store.all_tags() if store is not None else {}
+        locks = store.all_locks() if store is not None else None
+    except BucketError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    tags: dict[str, dict[str, str] | None] = {item.name: stored.get(item.name) for item in listings}
+    missing = [item for item in listings if tags[item.name] is None]
+    if missing:
+        with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+            for item, found in zip(
+                missing, pool.map(lambda item: _cli_tags(engine, item), missing), strict=True
+            ):
+                tags[item.name] = found
+    out = []
+    for item in listings:
+        found = tags[item.name]
+        if found is None:
+            continue
+        of_stack = locks.get(item.name, []) if locks is not None else None
+        holding = store.holding if store is not None else ()
+        busy = locked(of_stack, rule=engine.lock_rule(), holding=holding)
+        info = stack_info(item, found, cluster_name=cluster, locked=busy)
+        if info is None:
+            log.warning("stack %s lacks its namespace or name tag; left out", item.name)
+            continue
+        out.append(info)
+    return sorted(out, key=lambda info: info.stack)
+
+
+def _stack_cli(engine: EngineContext, stack: str, *args: str) -> str | None:
+    """stdout of ``pulumi stack <args> --stack <stack>`` run from the state folder; None when
+    it failed (the caller says what that means)."""
+    settings = engine.settings
+    done = subprocess.run(
+        [str(settings.toolchain.path("pulumi")), "stack", *args, "--stack", stack],
+        capture_output=True,
+        text=True,
+        cwd=settings.state_dir,
+        env=engine.env(),
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def last_operations(engine: EngineContext, infos: Sequence[StackInfo]) -> dict[str, str]:
+    """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
+    failed), eight at a time; keyed by stack name. Nothing is decrypted."""
+
+    def history(info: StackInfo) -> str:
+        args = ("history", "--json", "--page-size", "1")
+        return _stack_cli(engine, info.qualified or info.stack, *args) or ""
+
+    with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+        return {
+            info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
+        }
+
+
+def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | None:
+    out = _stack_cli(engine, item.qualified, "tag", "ls", "--json")
+    try:
+        raw = json.loads(out) if out is not None else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, Mapping):
+        log.warning("could not read the tags of stack %s; left out of the listing", item.name)
+        return None
+    return {str(k): str(v) for k, v in raw.items()}
