@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ import requests
 import emulator.__main__ as emulator_main
 from emulator.cloud import EmulatorConfig
 from emulator.faults import FaultConfig, FaultRule
-from emulator.server import start
+from emulator.server import EmulatorHandle, start
+from tests.emulated import EmulatorAdmin, wait_until
 
 
 def open_fds() -> int:
@@ -102,7 +102,7 @@ def test_dropped_connection_is_a_reset_without_a_response() -> None:
         handle.stop()
 
 
-def _held_get(handle: Any) -> tuple[threading.Thread, list[int]]:
+def _held_get(handle: EmulatorHandle) -> tuple[threading.Thread, list[int]]:
     """``GET /identity/`` on a thread, once a ``hold`` rule has it (its answer's status, or
     nothing, lands in the list)."""
     answers: list[int] = []
@@ -113,12 +113,8 @@ def _held_get(handle: Any) -> tuple[threading.Thread, list[int]]:
 
     thread = threading.Thread(target=get)
     thread.start()
-    with requests.Session() as admin:
-        fired = f"{handle.url}/admin/faults/fired"
-        deadline = time.monotonic() + 30
-        while admin.get(fired, timeout=10).json().get("rules[0]") != 1:
-            assert time.monotonic() < deadline, "the request never reached the hold rule"
-            time.sleep(0.05)
+    admin = EmulatorAdmin(handle)
+    wait_until(lambda: admin.get("/faults/fired").get("rules[0]") == 1, timeout=30)
     return thread, answers
 
 
