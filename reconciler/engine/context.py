@@ -55,7 +55,6 @@ from reconciler.engine.state.passphrase import PassphraseKey
 from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.engine.state.store import (
     DEFAULT_TIMEOUT,
-    META,
     BucketError,
     StateStore,
     open_state_store,
@@ -252,12 +251,11 @@ class EngineContext:
         return lines[-1].strip() if done.returncode == 0 and lines else None
 
     def warm_up(self) -> None:
-        """Pay before the first operation what the first new stacks would otherwise pay, on a
+        """Pay before the first operation what the first new stack would otherwise pay, on a
         backend the engine writes itself with the ``passphrase`` secrets provider: the key of
-        the stacks this process creates (:class:`PassphraseKey`, about 0.25 CPU seconds) and,
-        on a backend no CLI has opened yet, its setup by one ``pulumi stack ls`` (until then a
-        new stack is made by ``stack init`` and ``config set``, about 1 s more: see
-        :func:`.state.stacks.create_stack`). A failure is logged; the first operation pays then."""
+        the stacks this process creates (:class:`PassphraseKey`, about 0.25 CPU seconds) and a
+        new backend's setup (:meth:`~.state.store.StateStore.set_up`, one small write). A
+        failure is logged; the first operation pays then."""
         try:
             store = self.store
             if store is None:
@@ -266,19 +264,8 @@ class EngineContext:
             if self.settings.secrets_provider != "passphrase":
                 return
             self.passphrase_key.derive()
-            if store.objects(META):
-                return
-            done = subprocess.run(
-                [str(self.settings.toolchain.path("pulumi")), "stack", "ls", "--json", "--all"],
-                capture_output=True,
-                text=True,
-                cwd=self.settings.state_dir,
-                env=self.env(),
-                check=False,
-            )
-            if done.returncode != 0:
-                raise RuntimeError(done.stdout + done.stderr)
-        except (BucketError, OSError, RuntimeError) as exc:
+            store.set_up()
+        except (BucketError, NotLeaderError, OSError) as exc:
             error = redact(str(exc), self._secrets)
             log.warning("warm-up of the engine failed", extra={"error": error})
 

@@ -201,7 +201,7 @@ def test_an_old_layout_is_refused_with_the_fix(tmp_path: Path) -> None:
         store.check_layout()
 
 
-STORE_MODULES = {"store.py", "bucket.py", "s3.py", "postgres.py"}
+STORE_MODULES = {"store.py", "layout.py", "bucket.py", "s3.py", "postgres.py"}
 
 
 def test_only_the_store_knows_the_layout() -> None:

@@ -3,7 +3,8 @@
 
 * :mod:`.store`: :class:`~.store.StateStore`, the one module that knows the backend's private
   layout (stacks, tags, locks, history, backups) for ``file://``, ``s3://`` and ``postgres://``
-  alike; the engine above it never touches a key or a path;
+  alike; the engine above it never touches a key or a path; :mod:`.layout`: those keys and
+  formats (no I/O);
 * :mod:`.stacks`: a stack made, removed and pruned as the CLI does (``state.go``);
 * :mod:`.bucket`: what every bucket shares (list, read, write, delete) and the ``file://`` one;
   :mod:`.s3` and :mod:`.postgres`: the other kinds of backend URL;

@@ -153,6 +153,11 @@ class Bucket(Protocol):
         """Remove the object; no error when it is already gone."""
         ...
 
+    def prepare(self) -> None:
+        """Make a new backend ready for its first write as the CLI does when it opens one (a
+        ``postgres://`` backend's table); nothing where there is nothing to make."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -330,6 +335,9 @@ class FileBucket:
             sidecar.unlink(missing_ok=True)
             removed.append(sidecar.name)
         return tuple(removed)
+
+    def prepare(self) -> None:
+        pass  # the CLI makes nothing either: the folder or bucket is there, or made by a write
 
     def close(self) -> None:
         pass

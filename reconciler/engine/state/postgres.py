@@ -210,7 +210,8 @@ class PostgresBucket:
     def _sql(self, text: str) -> Any:
         from psycopg import sql
 
-        return sql.SQL(text).format(table=sql.Identifier(*self.table))
+        index = sql.Identifier(f"{self.table[-1]}_key_prefix_idx")  # the CLI's name for it
+        return sql.SQL(text).format(table=sql.Identifier(*self.table), index=index)
 
     def _run(
         self, doing: str, text: str, params: tuple[Any, ...], *, writes: bool = False
@@ -329,6 +330,22 @@ class PostgresBucket:
             (self.prefix + key,),
             writes=True,
         )
+
+    def prepare(self) -> None:
+        """The table and its index, as the CLI makes them each time it opens the backend
+        (``schema.sql`` of ``pkg/backend/diy/postgres``); a table named with its schema is
+        left to the CLI (the index's name the CLI derives from it is not valid there)."""
+        if len(self.table) != 1:
+            raise BucketError(
+                f"backend {self.url}: a table named with its schema is made by the CLI first "
+                "(`pulumi stack ls` with PULUMI_BACKEND_URL set to it)"
+            )
+        for statement in (
+            "CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, data JSON NOT NULL, "
+            "updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())",
+            "CREATE INDEX IF NOT EXISTS {index} ON {table} (key text_pattern_ops)",
+        ):
+            self._run("making the table", statement, (), writes=True)
 
     def close(self) -> None:
         self._pool.close()

@@ -181,6 +181,9 @@ class S3Bucket:
         with self.guard(doing, self.write_bound):
             self._call(doing, self._s3().delete_object, Bucket=self.bucket, Key=self.prefix + key)
 
+    def prepare(self) -> None:
+        pass  # the CLI makes nothing either: the folder or bucket is there, or made by a write
+
     def close(self) -> None:
         with self._lock:
             if self._client is not None:

@@ -198,9 +198,9 @@ def create_stack(store: StateStore, stack: str) -> bool:
     process's own: a checkpoint with no deployment (the CLI reads a stack never updated; the
     first ``up`` adds the secrets provider's salt from the settings file, as after ``stack
     init``). False, nothing written, when another's lock refused it, the stack exists
-    meanwhile, or the CLI has not set the backend up yet (no ``meta.yaml``; stacks written
-    before it would sit where the CLI looks for the old layout)."""
-    if not store.opened():
+    meanwhile, or the backend is new and the CLI would give it the old layout
+    (:meth:`StateStore.set_up`; a new backend is otherwise set up here, as the CLI would)."""
+    if not store.set_up():
         return False
     with locked(store, stack) as held:
         if held or store.stack_exists(stack):

@@ -1,4 +1,5 @@
-"""The one module that knows Pulumi's private DIY backend layout; everything else asks it.
+"""The one module that reads and writes Pulumi's private DIY backend layout (its keys and formats
+are in :mod:`.layout`); everything else asks it.
 
 A DIY backend (``file://``, ``s3://``, ``postgres://``) is a bucket of objects that the ``pulumi``
 CLI (v3.259, ``pkg/backend/diy``) lays out as below; nothing in it is a public interface, so no
@@ -28,8 +29,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -43,13 +44,29 @@ from reconciler.engine.state.bucket import (
     StoredObject,
     WriteConflictError,
 )
+from reconciler.engine.state.layout import (
+    CHECKPOINT_SUFFIXES,
+    META,
+    META_V1,
+    ORGANIZATION,
+    ROOT,
+    SUFFIXES,
+    TAGS_SUFFIX,
+    TAGS_VERSION,
+    Checkpoint,
+    parse_tags_file,
+)
 from reconciler.engine.state.lock_plan import LockRecord, parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, cli_settings
 from reconciler.engine.state.s3 import S3Bucket
 from stacks.vocabulary import PROJECT
 
 __all__ = [
+    "CHECKPOINT_SUFFIXES",
     "DEFAULT_TIMEOUT",
+    "META",
+    "ORGANIZATION",
+    "TAGS_SUFFIX",
     "BucketError",
     "Checkpoint",
     "Guard",
@@ -62,31 +79,6 @@ __all__ = [
     "parse_tags_file",
 ]
 
-ROOT = ".pulumi/"
-META = ".pulumi/meta.yaml"
-TAGS_SUFFIX = ".pulumi-tags"
-TAGS_VERSION = 1
-CHECKPOINT_SUFFIXES = (".json", ".json.gz", ".json.zst")
-SUFFIXES = frozenset(CHECKPOINT_SUFFIXES)
-ORGANIZATION = "organization"  # the DIY backend's one organization
-
-
-def parse_tags_file(text: str) -> dict[str, str] | None:
-    """The tags in a stack's ``<stack>.pulumi-tags`` object (``{"version": 1, "tags": {...}}``);
-    None for any other content (a format this code does not know: ask the CLI)."""
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(raw, Mapping) or raw.get("version") != 1:
-        return None
-    tags = raw.get("tags")
-    if tags is None:
-        return {}
-    if not isinstance(tags, Mapping):
-        return None
-    return {str(k): str(v) for k, v in tags.items()}
-
 
 def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | None:
     """The record of a lock object's bytes (:func:`reconciler.engine.state.lock_plan.parse_lock`);
@@ -95,29 +87,6 @@ def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | Non
         return None
     text = data.decode(errors="replace")
     return parse_lock(text, stack=stack, key=obj.key, modified=obj.modified)
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A stack's checkpoint as read: the object it is in (:meth:`StateStore.checkpoint_key`),
-    that object's version (what a conditional write compares) and bytes, and the document."""
-
-    key: str
-    version: str
-    raw: bytes
-    document: dict[str, Any]
-
-    @property
-    def format(self) -> object:
-        """The checkpoint format's version (``3`` for every ``pulumi`` the direct paths know)."""
-        return self.document.get("version")
-
-    @property
-    def deployment(self) -> dict[str, Any] | None:
-        """The latest deployment (``pulumi stack export``'s), None without one."""
-        inner = self.document.get("checkpoint")
-        latest = inner.get("latest") if isinstance(inner, dict) else None
-        return latest if isinstance(latest, dict) else None
 
 
 class StateStore:
@@ -129,7 +98,7 @@ class StateStore:
     def __init__(self, bucket: Bucket, *, project: str = PROJECT) -> None:
         self.bucket = bucket
         self.project = project
-        self._opened = False  # meta.yaml seen: the CLI has set the backend up
+        self._opened = False  # meta.yaml seen: set up by the CLI or by set_up
         # the keys of the stack locks this process holds now (state.stacks.locked): one of its
         # own that it no longer holds was left by a failed removal, and is stale
         self.holding: set[str] = set()
@@ -164,11 +133,31 @@ class StateStore:
     # --- layout ------------------------------------------------------------------------------
 
     def opened(self) -> bool:
-        """Whether the CLI has set the backend up (``meta.yaml`` written; it is never removed,
-        so a True is remembered)."""
+        """Whether the backend is set up (``meta.yaml`` written; it is never removed, so a True
+        is remembered): by the CLI when it first opened it, or by :meth:`set_up`."""
         if not self._opened:
             self._opened = self.bucket.read(META) is not None
         return self._opened
+
+    def set_up(self) -> bool:
+        """Set a new backend up as the CLI does when it first opens one (``ensurePulumiMeta``
+        in ``pkg/backend/diy/meta.go``), without a ``pulumi`` start: ``meta.yaml`` with
+        ``version: 1``, the project layout. Whether the backend is set up now. Not when the
+        CLI would choose the old layout: stacks of it are there (``.pulumi/stacks/<stack>.json``)
+        or ``PULUMI_DIY_BACKEND_LEGACY_LAYOUT`` asks for it; then nothing is written and the
+        CLI decides. Two writers setting it up at once write the same bytes."""
+        if self.opened():
+            return True
+        legacy = os.environ.get("PULUMI_DIY_BACKEND_LEGACY_LAYOUT", "").lower()
+        if legacy in ("1", "t", "true") or any(
+            "/" not in obj.key[len(f"{ROOT}stacks/") :]
+            for obj in self.bucket.list(f"{ROOT}stacks/")
+        ):
+            return False
+        self.bucket.prepare()
+        self.bucket.write(META, META_V1)
+        self._opened = True
+        return True
 
     def check_layout(self) -> None:
         """Raise :class:`BucketError` unless the backend is new or uses the project layout

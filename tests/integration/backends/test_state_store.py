@@ -29,8 +29,9 @@ from reconciler.engine.recovery import (
     send_signal,
 )
 from reconciler.engine.state.locks import Cleared, LeaderRule, clear_stale_locks, locked
-from reconciler.engine.state.stacks import remove_stack
+from reconciler.engine.state.stacks import create_stack, remove_stack
 from reconciler.engine.state.store import (
+    META,
     BucketError,
     WriteConflictError,
     cli_settings,
@@ -190,6 +191,37 @@ class BlockingUp:
     def release(self) -> None:
         self.release_program.set()
         self.thread.join(120)
+
+
+def test_a_new_backend_is_set_up_as_the_cli_sets_it_up(
+    toolchain: Toolchain, backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store sets up a new backend with the bytes the CLI writes when it first opens one
+    (``meta.yaml``, the project layout), so the first stack of a new backend needs no
+    ``pulumi``; the CLI then reads and lists what the store made. Where the CLI would choose
+    the old layout (its stacks are there, or the user asks for it), the store writes nothing."""
+    where = project(tmp_path)
+    store = backend.store()
+    pulumi(toolchain, backend, where, "stack", "ls")  # the CLI sets the new backend up
+    by_cli = store.bucket.read(META)
+    assert by_cli is not None
+    store.bucket.delete(META)  # new again
+
+    monkeypatch.setenv("PULUMI_DIY_BACKEND_LEGACY_LAYOUT", "true")
+    assert not backend.store().set_up()
+    assert store.bucket.read(META) is None
+    monkeypatch.delenv("PULUMI_DIY_BACKEND_LEGACY_LAYOUT")
+    store.bucket.write(".pulumi/stacks/old.json", b"{}")  # a stack of the old layout
+    assert not backend.store().set_up()
+    assert store.bucket.read(META) is None
+    store.bucket.delete(".pulumi/stacks/old.json")
+
+    fresh = backend.store()
+    assert create_stack(fresh, "c.ns.first")  # sets it up, then makes the stack
+    assert store.bucket.read(META) == by_cli
+    fresh.check_layout()
+    listed = json.loads(pulumi(toolchain, backend, where, "stack", "ls", "--json").stdout)
+    assert [s["name"] for s in listed] == ["c.ns.first"]
 
 
 def test_a_live_lock_and_one_a_killed_pulumi_left(
