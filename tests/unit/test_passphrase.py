@@ -7,6 +7,9 @@ here, on every backend.
 
 from __future__ import annotations
 
+import pytest
+
+from reconciler.engine.state import passphrase
 from reconciler.engine.state.passphrase import (
     CHECK_MESSAGE,
     PassphraseKey,
@@ -47,15 +50,47 @@ def test_salt_states_that_are_not_one() -> None:
     assert salt_of("v1") is None
 
 
-def test_the_process_key_is_made_once_and_given_only_for_its_own_salt() -> None:
+def test_the_process_key_is_made_once_for_its_own_salt() -> None:
     made = PassphraseKey("pw")
-    assert made.key_for(BY_THE_CLI) is None  # nothing derived yet
+    assert not made.ready
     state = made.state
+    assert made.ready
     assert state == made.state  # one salt per process
     salt = salt_of(state)
     assert salt is not None
     key = made.key_for(state)
     assert key == derive_key("pw", salt)
     assert decrypt(key, state.split(":", 2)[2]) == CHECK_MESSAGE  # as the CLI checks it
-    assert made.key_for(BY_THE_CLI) is None
     assert made.key_for(None) is None
+
+
+def test_the_key_of_another_salt_is_derived_once_when_the_passphrase_opens_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that takes over stacks another made (another process's salt, or the CLI's)
+    writes their secrets itself: their key, derived once per salt."""
+    other = PassphraseKey("pw").state  # another process's
+    made = PassphraseKey("pw")
+    derived: list[bytes] = []
+    real = passphrase.derive_key
+
+    def counting(secret: str, salt: bytes) -> bytes:
+        derived.append(salt)
+        return real(secret, salt)
+
+    monkeypatch.setattr(passphrase, "derive_key", counting)
+    cli_salt = salt_of(BY_THE_CLI)
+    assert cli_salt is not None
+    assert made.key_for(BY_THE_CLI) == real("pw", cli_salt)
+    assert made.key_for(BY_THE_CLI) == real("pw", cli_salt)
+    assert made.key_for(other) is not None
+    assert made.key_for(other) == made.key_for(other)
+    assert len(derived) == 2  # once per salt
+    assert not made.ready  # its own salt is still not made
+
+
+def test_a_salt_of_another_passphrase_or_none_at_all_has_no_key() -> None:
+    """The CLI then writes, and says the passphrase is wrong."""
+    assert PassphraseKey("not-pw").key_for(BY_THE_CLI) is None
+    assert PassphraseKey("pw").key_for("v2:C8cuy9DUSzQ=:v1:a:b") is None
+    assert PassphraseKey("pw").key_for("v1:C8cuy9DUSzQ=") is None

@@ -301,6 +301,30 @@ def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]
     assert starts == []  # the key only
 
 
+def test_a_process_that_takes_over_a_stack_writes_its_secrets_itself(
+    env: Env, starts: list[str]
+) -> None:
+    """What a failover showed: the new leader's first operation on each stack the old one
+    had made started a ``pulumi config set --secret`` (the stack's salt was the other
+    process's, whose key it did not have). It derives that key once (PassphraseKey.key_for)
+    and encrypts the password itself; the CLI reads it back."""
+    config = env.config()
+    spec = spec_for(stored_service("taken"), config)
+    first = env.engine(config).stack(service=spec.service)
+    assert first.ensure(spec).changed
+    ports = [{"port": 80, "protocol": "TCP", "nodePort": 30080},
+             {"port": 8080, "protocol": "TCP", "nodePort": 30081}]  # fmt: skip
+    wider = spec_for(stored_service("taken", ports=ports), config)
+    second = env.engine(config).stack(service=spec.service)  # another process's engine
+    starts.clear()
+    try:
+        assert second.ensure(wider).changed
+        assert starts == ["up"]
+        assert plain_config(env, second, "openstack:password") == config.auth.password.reveal()
+    finally:
+        second.delete()
+
+
 def test_a_failed_warm_up_is_logged_and_the_first_operation_pays(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
