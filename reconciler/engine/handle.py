@@ -32,6 +32,7 @@ from reconciler.engine.stack_meta import (
     NO_SUCH_RESOURCE,
     configure,
     new_settings_file,
+    outputs_in,
     plain_outputs,
     run_cli,
 )
@@ -256,7 +257,16 @@ class StackHandle:
         )
 
     def outputs_of(self, stack: auto.Stack) -> dict[str, Any]:
-        return plain_outputs(stack.outputs())
+        """The stack's outputs: from its checkpoint, read by the store (no ``pulumi``), or
+        with ``pulumi stack output`` (two starts: plain, then with secrets) where the store
+        does not read the backend or an output is a secret."""
+        store = self.engine.store
+        try:
+            read = store.read_checkpoint(self.name) if store is not None else None
+        except BucketError:
+            read = None
+        stored = outputs_in(read.deployment) if read is not None else None
+        return stored if stored is not None else plain_outputs(stack.outputs())
 
     def deadline(self, run: Callable[[], T], *, stack: auto.Stack, doing: str) -> T:
         """Run a stack operation; interrupt it if it outlives the operation timeout."""

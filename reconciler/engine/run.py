@@ -21,7 +21,7 @@ from typing import Any
 
 from pulumi import automation as auto
 
-__all__ = ["destroy", "refresh", "up"]
+__all__ = ["STACK_TYPE", "destroy", "holds_secret", "refresh", "up"]
 
 STACK_TYPE = "pulumi:pulumi:Stack"
 # How the engine marks a secret value in events (and in state): this key, with a ciphertext.
@@ -39,16 +39,17 @@ class _Collected:
         done = event.res_outputs_event
         if done is not None and done.metadata.type == STACK_TYPE and done.metadata.new:
             outputs = dict(done.metadata.new.outputs or {})
-            self.outputs = None if any(_secret(v) for v in outputs.values()) else outputs
+            self.outputs = None if any(holds_secret(v) for v in outputs.values()) else outputs
         if event.summary_event is not None:
             self.changes = {str(k): int(v) for k, v in event.summary_event.resource_changes.items()}
 
 
-def _secret(value: Any) -> bool:
+def holds_secret(value: Any) -> bool:
+    """Whether ``value`` is or holds a secret (as events and checkpoints mark them)."""
     if isinstance(value, Mapping):
-        return SECRET_SIG in value or any(_secret(v) for v in value.values())
+        return SECRET_SIG in value or any(holds_secret(v) for v in value.values())
     if isinstance(value, list):
-        return any(_secret(v) for v in value)
+        return any(holds_secret(v) for v in value)
     return False
 
 

@@ -30,6 +30,7 @@ import yaml
 from pulumi import automation as auto
 
 from reconciler.engine.provider_config import provider_config
+from reconciler.engine.run import STACK_TYPE, holds_secret
 from reconciler.engine.state.passphrase import encrypt
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
@@ -224,6 +225,20 @@ def plain_outputs(outputs: Mapping[str, auto.OutputValue]) -> dict[str, Any]:
     plain: dict[str, Any] = {key: None for key in OUTPUT_KEYS}
     plain.update({k: v.value for k, v in outputs.items()})
     return plain
+
+
+def outputs_in(deployment: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The stack outputs of a checkpoint's ``deployment`` (its ``pulumi:pulumi:Stack``
+    resource's, what ``pulumi stack output`` prints), as :func:`plain_outputs` gives them; None
+    when one is a secret (only its ciphertext is there: ask the CLI)."""
+    resources = (deployment or {}).get("resources") or []
+    root = next(
+        (r for r in resources if isinstance(r, Mapping) and r.get("type") == STACK_TYPE), {}
+    )
+    outputs = root.get("outputs") or {}
+    if not isinstance(outputs, Mapping) or holds_secret(outputs):
+        return None
+    return {**{key: None for key in OUTPUT_KEYS}, **outputs}
 
 
 # --- listing ----------------------------------------------------------------------------------

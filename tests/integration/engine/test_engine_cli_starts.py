@@ -325,6 +325,29 @@ def test_a_process_that_takes_over_a_stack_writes_its_secrets_itself(
         second.delete()
 
 
+def test_outputs_are_read_from_the_checkpoint_as_the_cli_prints_them(
+    env: Env, starts: list[str]
+) -> None:
+    """A stack's outputs (the applied spec, create-only values after a crash, a delete's
+    floating IP) come from its checkpoint in the backend, not from two ``pulumi stack output``
+    starts; they are what the CLI prints."""
+    config = env.config()
+    spec = spec_for(stored_service("outs"), config)
+    stack = env.engine(config).stack(service=spec.service)
+    stack.ensure(spec)
+    try:
+        starts.clear()
+        opened = stack.open_stack(create=False, writes=False)
+        assert opened is not None
+        outputs = stack.outputs_of(opened)
+        assert stack.applied_spec() == spec
+        assert starts == []
+        by_cli = plain(env, stack, "stack", "output")
+        assert {k: v for k, v in outputs.items() if v is not None} == by_cli
+    finally:
+        stack.delete()
+
+
 def test_a_failed_warm_up_is_logged_and_the_first_operation_pays(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
