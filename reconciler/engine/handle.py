@@ -35,11 +35,12 @@ from reconciler.engine.stack_meta import (
     outputs_in,
     plain_outputs,
     run_cli,
+    set_plain_config,
 )
 from reconciler.engine.state.lock_plan import LockRecord, held_message
 from reconciler.engine.state.locks import clear_stale_locks
 from reconciler.engine.state.stacks import create_stack, prune, remove_leftovers
-from reconciler.engine.state.store import ORGANIZATION, BucketError
+from reconciler.engine.state.store import ORGANIZATION, BucketError, StateStore
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -256,11 +257,19 @@ class StackHandle:
             release=False,
         )
 
+    def store_or_none(self) -> StateStore | None:
+        """The engine's store; None also when the backend cannot be opened now (the CLI then
+        says what is wrong, as it did before the store read anything)."""
+        try:
+            return self.engine.store
+        except BucketError:
+            return None
+
     def outputs_of(self, stack: auto.Stack) -> dict[str, Any]:
         """The stack's outputs: from its checkpoint, read by the store (no ``pulumi``), or
         with ``pulumi stack output`` (two starts: plain, then with secrets) where the store
         does not read the backend or an output is a secret."""
-        store = self.engine.store
+        store = self.store_or_none()
         try:
             read = store.read_checkpoint(self.name) if store is not None else None
         except BucketError:
@@ -345,6 +354,7 @@ class StackHandle:
             carried=self.carried_imports_of(),
             lost=lost_lookups(spec) if spec is not None else (),
             orphans=lost_children(spec) if spec is not None else (),
+            store=self.store_or_none(),
         )
         if spec is not None:
             wanted = adoptable_names(spec)
@@ -359,6 +369,13 @@ class StackHandle:
             found = {n: i for n, i in found.items() if n in wanted}
         self.imports = found
         return bool(unsure)
+
+    def clear_imports(self, stack: auto.Stack) -> None:
+        """After an ``up`` that adopted its imports: none are carried to the next one."""
+        key = f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}"
+        self.engine.fence("writing the config", stack=self.name)
+        if not set_plain_config(self.work_dir / f"Pulumi.{self.name}.yaml", key, "{}"):
+            stack.set_config(key, auto.ConfigValue("{}"))
 
     def carried_imports_of(self) -> dict[str, str]:
         """The imports in the stack's config file: an earlier ``up`` was given them and did not

@@ -43,7 +43,13 @@ from typing import Any, NamedTuple, TypeVar
 
 from pulumi import automation as auto
 
-from reconciler.engine.errors import InterruptedOperationError, NotLeaderError, UpTimeoutError
+from reconciler.engine.direct_gate import CHECKPOINT_FORMAT, state_refusal
+from reconciler.engine.errors import (
+    ConflictError,
+    InterruptedOperationError,
+    NotLeaderError,
+    UpTimeoutError,
+)
 from reconciler.engine.lost import UNSETTLED, PendingCreate, pending_creates, resolve, unsettled
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.processes import (
@@ -55,7 +61,15 @@ from reconciler.engine.processes import (
     send_signal,
     start_time,
 )
-from reconciler.engine.state.store import StateStore
+from reconciler.engine.run import holds_secret
+from reconciler.engine.state.lock_plan import held_message
+from reconciler.engine.state.stacks import has_journal, locked
+from reconciler.engine.state.store import (
+    BucketError,
+    Checkpoint,
+    StateStore,
+    WriteConflictError,
+)
 from stacks.vocabulary import logical_name, object_kind
 
 __all__ = [  # the process helpers are reconciler.engine.processes', named here for old callers
@@ -108,6 +122,7 @@ def recover_pending(
     lost: Sequence[PendingCreate] = (),
     orphans: Sequence[PendingCreate] = (),
     repair: bool = True,
+    store: StateStore | None = None,
 ) -> Recovered:
     """Resolve what an interrupted or failed operation left: the imports for the next ``up``
     and the orphans to delete before it (each logical name -> cloud ID).
@@ -122,9 +137,10 @@ def recover_pending(
 
     An object already in the state is never imported again. With ``repair`` the pending
     operations are then dropped from the state; ``repair=False`` (a preview) only looks.
+    ``store``: the state is read and written by it (no ``pulumi stack export`` and ``import``)
+    where it can (:func:`_read_state`).
     """
-    deployment = stack.export_stack()
-    state: dict[str, Any] = dict(deployment.deployment or {})
+    state, read, version = _read_state(stack, store, stack_name)
     ops = state.get("pending_operations") or []
     resources = state.get("resources") or []
     known = {str(r.get("id")) for r in resources if r.get("id")}
@@ -179,10 +195,68 @@ def recover_pending(
         # time. Pending updates and deletes stay until the `up --refresh` that settles them
         # clears them: a crash before it leaves them for the next recovery to see again.
         state["pending_operations"] = kept
-        stack.import_stack(auto.Deployment(version=deployment.version, deployment=state))
+        _write_state(stack, store, stack_name, state, read=read, version=version)
     if found and not ops:
         log.warning("stack %s: adopting %s, not in the state", stack_name, sorted(found))
     return Recovered(found, orphaned, unsure)
+
+
+def _read_state(
+    stack: auto.Stack, store: StateStore | None, stack_name: str
+) -> tuple[dict[str, Any], Checkpoint | None, int | None]:
+    """The stack's latest deployment, the checkpoint it was read from (None: from the CLI) and
+    its format. Read by the store where it reads the checkpoint, the direct paths may write it
+    (:func:`~reconciler.engine.direct_gate.state_refusal`) and no pending operation holds a
+    secret (only its ciphertext is there); else by ``pulumi stack export``."""
+    read = None
+    if store is not None:
+        try:
+            read = store.read_checkpoint(stack_name)
+            journal = read is not None and has_journal(store, stack_name)
+        except BucketError:
+            read = None
+        if read is not None and state_refusal(checkpoint_format=read.format, journal=journal):
+            read = None
+    if read is not None:
+        state = dict(read.deployment or {})
+        if not holds_secret(state.get("pending_operations")):
+            return state, read, CHECKPOINT_FORMAT
+    exported = stack.export_stack()
+    return dict(exported.deployment or {}), None, exported.version
+
+
+def _write_state(
+    stack: auto.Stack,
+    store: StateStore | None,
+    stack_name: str,
+    state: Mapping[str, Any],
+    *,
+    read: Checkpoint | None,
+    version: int | None,
+) -> None:
+    """Save the repaired ``state`` where it was read from: over the checkpoint ``read``, under
+    a lock of this process (:func:`~reconciler.engine.state.stacks.locked`), with the backend's
+    compare-and-swap; or with ``pulumi stack import``. Another writer's lock, or a write since
+    the read, refuses it (:class:`ConflictError`, retried): its state is not overwritten."""
+    if store is None or read is None:
+        stack.import_stack(auto.Deployment(version=version, deployment=dict(state)))
+        return
+    with locked(store, stack_name) as held:
+        if held:
+            raise ConflictError(
+                f"stack {stack_name} was locked by another writer while what a crash left was "
+                f"repaired ({held_message(stack_name, held, backend=store.url)}); the next attempt "
+                "repairs it again",
+                stack=stack_name,
+            )
+        try:
+            store.write_deployment(stack_name, state, expect=read)
+        except WriteConflictError as exc:
+            raise ConflictError(
+                f"stack {stack_name} was written by another while what a crash left was "
+                f"repaired ({exc}); the next attempt repairs it again",
+                stack=stack_name,
+            ) from None
 
 
 # --- hanging operations -----------------------------------------------------------------------

@@ -217,7 +217,7 @@ class ServiceStack(StackHandle):
         tags.apply(current, put={**recorded, HASH_TAG: digest}, drop=drop)
         if self.imports:
             self.imports = {}
-            stack.set_config(f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}", auto.ConfigValue("{}"))
+            self.clear_imports(stack)
         changes = {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         return EnsureResult(
             changed=True,
@@ -328,6 +328,7 @@ class ServiceStack(StackHandle):
                 carried=self.carried_imports_of() if existed else None,
                 lost=lost_lookups(spec) if existed else (),
                 repair=False,
+                store=self.store_or_none(),
             ).imports
             saved, self.imports = self.imports, {**self.imports, **pending}
             self.imports.update(imports or {})

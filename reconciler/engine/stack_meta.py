@@ -180,6 +180,16 @@ def record_spec(config_file: Path, spec: LoadBalancerSpec) -> dict[str, Any] | N
     return config
 
 
+def set_plain_config(config_file: Path, key: str, value: str) -> bool:
+    """One plain config value in the stack's settings file, as ``pulumi config set`` writes
+    it; False, nothing written, when there is no settings file here (ask the CLI)."""
+    settings = _read_config_file(config_file)
+    if settings is None:
+        return False
+    _write_settings(config_file, {**settings, "config": {**settings["config"], key: value}})
+    return True
+
+
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
     """The stack settings file ``Pulumi.<stack>.yaml``; None when absent or not a mapping."""
     try:

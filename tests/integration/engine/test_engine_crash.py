@@ -134,7 +134,7 @@ def _kill_mid(
     assert len(env.cloud.lbs()) == 1
 
 
-def test_kill_pulumi_mid_up_then_ensure_converges(slow_backend_env: Env) -> None:
+def test_kill_pulumi_mid_up_then_ensure_converges(slow_backend_env: Env, starts: list[str]) -> None:
     env = slow_backend_env
     config = env.config()
     svc = stored_service("crash")
@@ -142,8 +142,12 @@ def test_kill_pulumi_mid_up_then_ensure_converges(slow_backend_env: Env) -> None
     stack = env.engine(config).stack(service=spec.service)
     _kill_mid_create(env, stack, spec)
 
+    starts.clear()
     result = stack.ensure(spec)
     assert result.changed
+    # the pending create read, and dropped, in the backend by the store: no `pulumi stack
+    # export` and `stack import` (reconciler.engine.recovery._read_state, _write_state)
+    assert starts == ["up"]
     lb = only(env.cloud.lbs())  # imported, not duplicated
     assert result.outputs["lb_id"] == lb["id"]
     inv = env.cloud.inventory()
