@@ -20,6 +20,7 @@ __all__ = [
     "CLI_GOMAXPROCS",
     "CLI_LOG_MAX_TOTAL_MB",
     "EngineCommand",
+    "checked_command",
     "cli_env",
 ]
 
@@ -56,6 +57,12 @@ def _checked(root: str, _modified_ns: int) -> auto.PulumiCommand:
     return auto.PulumiCommand(root=root)
 
 
+def checked_command(root: str) -> auto.PulumiCommand:
+    """``<root>/bin/pulumi`` as the Automation API runs it, its version checked once per
+    binary and process (:func:`_checked`)."""
+    return _checked(root, os.stat(os.path.join(root, "bin", "pulumi")).st_mtime_ns)
+
+
 class EngineCommand(auto.PulumiCommand):
     """The toolchain's ``pulumi`` as the Automation API runs it: ``fence`` is called before every
     command (it raises to refuse), and every update carries ``message`` (who made it)."""
@@ -64,7 +71,7 @@ class EngineCommand(auto.PulumiCommand):
         # not PulumiCommand.__init__: it runs `pulumi version` each time (_checked)
         self._fence, self._message = fence, message
         self.command = os.path.join(root, "bin", "pulumi")
-        self.version = _checked(root, os.stat(self.command).st_mtime_ns).version
+        self.version = checked_command(root).version
 
     def run(
         self,

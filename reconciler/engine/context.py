@@ -154,7 +154,7 @@ class EngineContext:
         # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
         self.secrets_written: dict[tuple[str, str], str] = {}
         # the salt and key of the stacks this process creates without `pulumi stack init`
-        self.passphrase_key = PassphraseKey(settings.passphrase.reveal())
+        self.passphrase_key = PassphraseKey.of(settings.passphrase.reveal())
         # one Service at a time changes a load balancer's tags (lb_tags)
         self.lb_locks = LoadBalancerLocks()
         self._rest: OpenStackRest | None = None
@@ -183,6 +183,14 @@ class EngineContext:
                 store.check_layout()
                 self._store = store
             return self._store
+
+    def store_or_none(self) -> StateStore | None:
+        """:attr:`store`; None also when the backend cannot be opened now (what asks the CLI
+        instead then hears from it what is wrong)."""
+        try:
+            return self.store
+        except BucketError:
+            return None
 
     @contextlib.contextmanager
     def backend_write(self, doing: str, need: float) -> Iterator[None]:

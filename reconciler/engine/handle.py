@@ -40,7 +40,7 @@ from reconciler.engine.stack_meta import (
 from reconciler.engine.state.lock_plan import LockRecord, held_message
 from reconciler.engine.state.locks import clear_stale_locks
 from reconciler.engine.state.stacks import create_stack, prune, remove_leftovers
-from reconciler.engine.state.store import ORGANIZATION, BucketError, StateStore
+from reconciler.engine.state.store import ORGANIZATION, BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -257,19 +257,11 @@ class StackHandle:
             release=False,
         )
 
-    def store_or_none(self) -> StateStore | None:
-        """The engine's store; None also when the backend cannot be opened now (the CLI then
-        says what is wrong, as it did before the store read anything)."""
-        try:
-            return self.engine.store
-        except BucketError:
-            return None
-
     def outputs_of(self, stack: auto.Stack) -> dict[str, Any]:
         """The stack's outputs: from its checkpoint, read by the store (no ``pulumi``), or
         with ``pulumi stack output`` (two starts: plain, then with secrets) where the store
         does not read the backend or an output is a secret."""
-        store = self.store_or_none()
+        store = self.engine.store_or_none()
         try:
             read = store.read_checkpoint(self.name) if store is not None else None
         except BucketError:
@@ -347,15 +339,18 @@ class StackHandle:
         ``rest``: the caller's client, so one Keystone login serves both. True when an update
         or delete was cut off: the next ``up`` must refresh first."""
         rest = rest or self.engine.rest()
-        found, orphans, unsure = recover_pending(
-            stack=stack,
-            stack_name=self.name,
-            rest=rest,
-            carried=self.carried_imports_of(),
-            lost=lost_lookups(spec) if spec is not None else (),
-            orphans=lost_children(spec) if spec is not None else (),
-            store=self.store_or_none(),
-        )
+        try:
+            found, orphans, unsure = recover_pending(
+                stack=stack,
+                stack_name=self.name,
+                rest=rest,
+                carried=self.carried_imports_of(),
+                lost=lost_lookups(spec) if spec is not None else (),
+                orphans=lost_children(spec) if spec is not None else (),
+                store=self.engine.store_or_none(),
+            )
+        except BucketError as exc:
+            raise self.engine.error(exc, stack=self.name, doing="repairing the state") from None
         if spec is not None:
             wanted = adoptable_names(spec)
             self.engine.fence("deleting what a crash left", stack=self.name)

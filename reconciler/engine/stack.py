@@ -328,7 +328,7 @@ class ServiceStack(StackHandle):
                 carried=self.carried_imports_of() if existed else None,
                 lost=lost_lookups(spec) if existed else (),
                 repair=False,
-                store=self.store_or_none(),
+                store=self.engine.store_or_none(),
             ).imports
             saved, self.imports = self.imports, {**self.imports, **pending}
             self.imports.update(imports or {})

@@ -94,3 +94,9 @@ def test_a_salt_of_another_passphrase_or_none_at_all_has_no_key() -> None:
     assert PassphraseKey("not-pw").key_for(BY_THE_CLI) is None
     assert PassphraseKey("pw").key_for("v2:C8cuy9DUSzQ=:v1:a:b") is None
     assert PassphraseKey("pw").key_for("v1:C8cuy9DUSzQ=") is None
+
+
+def test_the_engines_of_a_process_share_one_key_per_passphrase() -> None:
+    """So a process derives its own salt's key once, however many engines it makes."""
+    assert PassphraseKey.of("shared-pw") is PassphraseKey.of("shared-pw")
+    assert PassphraseKey.of("shared-pw") is not PassphraseKey.of("other-pw")

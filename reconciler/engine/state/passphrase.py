@@ -16,7 +16,7 @@ As the Pulumi SDK writes it (``sdk/go/common/resource/config/crypt.go``,
   in its checkpoint) is ``v1:<base64 salt>:`` followed by the secret ``pulumi``, which the CLI
   decrypts to check the passphrase.
 
-The engine makes one salt per process (:class:`PassphraseKey`): every stack it creates shares
+The engine makes one salt per process (:meth:`PassphraseKey.of`): every stack it creates shares
 it, so the key is derived once (about 0.3 CPU seconds) rather than once per stack by a
 ``pulumi`` start. Sharing a salt among stacks protected by one passphrase gives nothing away:
 whoever has the passphrase can read them all either way, and random 96-bit nonces keep
@@ -29,6 +29,7 @@ import base64
 import hashlib
 import os
 import threading
+from typing import ClassVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -76,7 +77,18 @@ def salt_of(state: str) -> bytes | None:
 
 
 class PassphraseKey:
-    """One salt and its key for a process's new stacks, made on first use (thread-safe)."""
+    """One salt and its key for a process's new stacks, made on first use, and the keys of the
+    other salts met (thread-safe). :meth:`of` gives the process's one per passphrase."""
+
+    _process: ClassVar[dict[str, PassphraseKey]] = {}
+    _process_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def of(cls, passphrase: str) -> PassphraseKey:
+        """This process's key of ``passphrase``: every engine of the process (a controller has
+        one; the tests and tools make many) shares its salt and the keys derived."""
+        with cls._process_lock:
+            return cls._process.setdefault(passphrase, cls(passphrase))
 
     def __init__(self, passphrase: str) -> None:
         self._passphrase = passphrase

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
+from reconciler.engine import run as engine_run
+from reconciler.engine.cli import checked_command
 from reconciler.engine.recovery import (
     children_running,
     descendants,
@@ -168,7 +170,7 @@ class BlockingUp:
             program=program,
             opts=auto.LocalWorkspaceOptions(
                 work_dir=str(where),
-                pulumi_command=auto.PulumiCommand(root=str(toolchain.pulumi_root())),
+                pulumi_command=checked_command(str(toolchain.pulumi_root())),
                 project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
                 env_vars=cli_env(toolchain, backend),
                 secrets_provider="passphrase",
@@ -178,8 +180,8 @@ class BlockingUp:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        try:
-            self.stack.up()
+        try:  # as the engine runs it: no `stack output` and `stack history` after it
+            engine_run.up(self.stack, on_output=lambda _line: None)
         except BaseException as exc:
             self.error = exc
 

@@ -21,8 +21,9 @@ import pytest
 from reconciler.engine import cli
 from reconciler.engine.cli import CLI_LOG_MAX_TOTAL_MB
 from reconciler.engine.plan import HASH_TAG
-from reconciler.engine.stack import ServiceStack
+from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
+from reconciler.engine.state.passphrase import PassphraseKey
 from reconciler.engine.state.store import StateStore
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
@@ -60,6 +61,13 @@ def plain_cli(env: Env, stack: ServiceStack, *args: str, cwd: Path = REPO_ROOT) 
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.rstrip("\n")
+
+
+def as_a_new_process(engine: Engine) -> Engine:
+    """``engine`` as another process's: the key of its passphrase not derived yet, its salt
+    another (the engines of one process share them: PassphraseKey.of)."""
+    engine.passphrase_key = PassphraseKey(engine.settings.passphrase.reveal())
+    return engine
 
 
 def expected_tags(
@@ -279,7 +287,7 @@ def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]
     ``warm_up``, which the controller runs as it starts to lead, derives the key and sets the
     new backend up (StateStore.set_up) with no ``pulumi``, and does nothing once paid."""
     config = env.config()
-    engine = env.engine(config)
+    engine = as_a_new_process(env.engine(config))
     starts.clear()
     engine.warm_up()
     assert starts == []
@@ -294,7 +302,7 @@ def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]
         assert starts == ["up"]
     finally:
         stack.delete()
-    again = env.engine(config)  # another process (its `pulumi version`), the backend set up
+    again = as_a_new_process(env.engine(config))  # the backend set up
     starts.clear()
     again.warm_up()
     assert again.passphrase_key.ready
@@ -315,7 +323,7 @@ def test_a_process_that_takes_over_a_stack_writes_its_secrets_itself(
     ports = [{"port": 80, "protocol": "TCP", "nodePort": 30080},
              {"port": 8080, "protocol": "TCP", "nodePort": 30081}]  # fmt: skip
     wider = spec_for(stored_service("taken", ports=ports), config)
-    second = env.engine(config).stack(service=spec.service)  # another process's engine
+    second = as_a_new_process(env.engine(config)).stack(service=spec.service)
     starts.clear()
     try:
         assert second.ensure(wider).changed
@@ -355,6 +363,7 @@ def test_a_failed_warm_up_is_logged_and_the_first_operation_pays(
     not stop the controller from starting; the warning names the backend, not its password."""
     config = env.config()
     engine = env.engine(config, backend_url="postgres://lbr:hunter2@127.0.0.1:9/state")
+    as_a_new_process(engine)
     with caplog.at_level("WARNING", logger="reconciler.engine.context"):
         engine.warm_up()
     (record,) = [r for r in caplog.records if r.getMessage() == "warm-up of the engine failed"]
