@@ -26,7 +26,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   ``PUT`` per pool, the state written as the provider writes it; no ``pulumi`` start), when
   :mod:`.members_plan` says the change and the state allow it (pure); :mod:`.direct_gate`:
   whether the direct paths may write at all (the CLI's and the provider's versions, the state's
-  format; pure);
+  format; pure); :mod:`.direct_state`: protection lifted and an emptied stack removed in the
+  state, without ``pulumi state unprotect`` and ``stack rm``;
 * :mod:`.lb_tags`: a shared load balancer's own tags, as OCCM keeps them;
 * :mod:`.tags`, :mod:`.stack_meta`: a stack's tags and config; :mod:`.listing`: the listing;
 * :mod:`.errors`: every failure as one classified :class:`~.errors.EngineError`, each class

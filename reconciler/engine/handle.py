@@ -19,6 +19,7 @@ from pulumi.automation._stack import StackInitMode  # the mode Stack.select give
 
 from reconciler.engine.context import EngineContext
 from reconciler.engine.delete.cloud import delete_unadopted
+from reconciler.engine.direct_state import stack_locked, unprotect_in_state
 from reconciler.engine.errors import (
     InterruptedOperationError,
     NotLeaderError,
@@ -37,10 +38,10 @@ from reconciler.engine.stack_meta import (
     run_cli,
     set_plain_config,
 )
-from reconciler.engine.state.lock_plan import LockRecord, held_message
+from reconciler.engine.state.lock_plan import LockRecord
 from reconciler.engine.state.locks import clear_stale_locks
 from reconciler.engine.state.stacks import create_stack, prune, remove_leftovers
-from reconciler.engine.state.store import ORGANIZATION, BucketError
+from reconciler.engine.state.store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.naming import lb_name
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
@@ -137,8 +138,7 @@ class StackHandle:
     def held_by(self, locks: Sequence[LockRecord], *, backend: str) -> StackLockedError:
         """The refusal of an operation while ``locks``, not this controller's, hold the stack
         (``backend``: its URL without a password)."""
-        fqn = f"{ORGANIZATION}/{PROJECT}/{self.name}"
-        return StackLockedError(held_message(fqn, locks, backend=backend), stack=self.name)
+        return stack_locked(self.name, locks, backend=backend)
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
         """The stack opened after :meth:`check_stack` said ``exists``: one the backend holds
@@ -200,8 +200,10 @@ class StackHandle:
     def unprotect(self, names: list[str]) -> None:
         """Lift the protection of these resources (logical names) before an ``up`` that is
         meant to delete them; one without a state entry is no error."""
-        for name in names:
-            urn = resource_urn(stack_name=self.name, logical_name=name)
+        urns = [resource_urn(stack_name=self.name, logical_name=name) for name in names]
+        if not urns or unprotect_in_state(self.engine, self.name, urns):
+            return
+        for urn in urns:
             run_cli(
                 self.engine,
                 ["state", "unprotect", urn, "--yes"],
@@ -213,6 +215,8 @@ class StackHandle:
     def unprotect_all(self) -> None:
         """Lift the protection of the load balancer and floating IP (stacks/program.py): the
         Service is going away, deleting them is what was asked for."""
+        if unprotect_in_state(self.engine, self.name):
+            return
         run_cli(
             self.engine,
             ["state", "unprotect", "--all", "--yes"],

@@ -50,6 +50,7 @@ from reconciler.engine.delete.direct import (
     delete_without_cli,
     direct_plan,
 )
+from reconciler.engine.direct_state import remove_emptied_stack
 from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import others_on, remove_tag
@@ -169,6 +170,8 @@ def delete_stack(ss: StackHandle, *, keep_floating_ip: bool | None = None) -> De
 
 
 def _remove_stack(ss: StackHandle, stack: auto.Stack) -> None:
+    if remove_emptied_stack(ss.engine, ss.name):  # no `pulumi stack rm`
+        return
     ss.engine.fence("removing the stack", stack=ss.name)
     try:
         stack.workspace.remove_stack(ss.name)

@@ -356,6 +356,33 @@ def test_outputs_are_read_from_the_checkpoint_as_the_cli_prints_them(
         stack.delete()
 
 
+def test_a_sharer_leaves_with_one_destroy(env: Env, starts: list[str]) -> None:
+    """A Service on another's load balancer is deleted through ``pulumi destroy`` (the direct
+    delete is for a load balancer of its own): its protection is lifted before and its emptied
+    stack removed after in the state by the store (reconciler.engine.direct_state), not by
+    ``pulumi state unprotect`` and ``pulumi stack rm``; the CLI then lists no such stack."""
+    config = env.config()
+    owner_svc = stored_service("sh-owner")
+    owner = env.stack(config, owner_svc)
+    lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
+    sharer_svc = stored_service(
+        "sh-sharer",
+        ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
+        annotations={"loadbalancer.openstack.org/load-balancer-id": lb_id},
+    )
+    sharer = env.stack(config, sharer_svc)
+    try:
+        assert sharer.ensure(spec_for(sharer_svc, config)).outputs["shared"] is True
+        starts.clear()
+        assert sharer.delete().existed
+        assert starts == ["destroy"]
+        listed = plain_cli(env, owner, "stack", "ls", "--json")
+        assert [s["name"] for s in json.loads(listed)] == [owner.name]
+    finally:
+        owner.delete()
+    assert env.cloud.lbs() == []
+
+
 def test_a_failed_warm_up_is_logged_and_the_first_operation_pays(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
