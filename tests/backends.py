@@ -13,6 +13,7 @@ Use the ``backend`` fixture (``tests/conftest.py``), which parametrises a test o
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,3 +83,15 @@ class BackendServers:
             for server in self._servers.values():
                 server.stop()
             self._servers.clear()
+
+
+def persons_lock(store: StateStore, stack: str) -> None:
+    """A lock of alice's ``pulumi`` on her laptop (another host: never stale to anyone here),
+    as the CLI writes one."""
+    lock = {
+        "pid": 1,
+        "username": "alice",
+        "hostname": "laptop",
+        "timestamp": "2026-11-27T06:00:00Z",
+    }
+    store.bucket.write(f"{store.locks_prefix(stack)}alice.json", json.dumps(lock).encode())

@@ -14,6 +14,7 @@ from reconciler.engine.direct_state import remove_emptied_stack, unprotect_in_st
 from reconciler.engine.errors import StackLockedError
 from reconciler.engine.state.store import StateStore, open_state_store
 from stacks.vocabulary import PROJECT
+from tests.backends import persons_lock
 
 STACK = "c.ns.web"
 ROOT = {
@@ -75,19 +76,13 @@ def test_nothing_protected_writes_nothing(tmp_path: Path) -> None:
 
 def test_another_writer_s_lock_refuses_both_and_nothing_changes(tmp_path: Path) -> None:
     store = backend(tmp_path, [ROOT, PROVIDER, LB])
-    lock = {
-        "pid": 1,
-        "username": "alice",
-        "hostname": "laptop",
-        "timestamp": "2026-11-27T06:00:00Z",
-    }
-    store.bucket.write(f"{store.locks_prefix(STACK)}a.json", json.dumps(lock).encode())
+    persons_lock(store, STACK)
     before = store.bucket.read(f"{store.stacks_prefix()}{STACK}.json")
     with pytest.raises(StackLockedError, match="alice@laptop"):
         unprotect_in_state(Engine(store), STACK)  # type: ignore[arg-type]
     assert store.bucket.read(f"{store.stacks_prefix()}{STACK}.json") == before
     emptied = backend(tmp_path / "other", [ROOT, PROVIDER])
-    emptied.bucket.write(f"{emptied.locks_prefix(STACK)}a.json", json.dumps(lock).encode())
+    persons_lock(emptied, STACK)
     with pytest.raises(StackLockedError, match="alice@laptop"):
         remove_emptied_stack(Engine(emptied), STACK)  # type: ignore[arg-type]
     assert emptied.stack_exists(STACK)

@@ -17,6 +17,7 @@ from reconciler.engine.errors import ConflictError
 from reconciler.engine.recovery import recover_pending
 from reconciler.engine.state.store import StateStore, open_state_store
 from stacks.vocabulary import PROJECT
+from tests.backends import persons_lock
 
 STACK = "c.ns.web"
 LB_TYPE = "openstack:loadbalancer/loadBalancerV2:LoadBalancerV2"
@@ -88,13 +89,7 @@ def test_a_pending_create_is_found_and_dropped_in_the_checkpoint(tmp_path: Path)
 
 def test_another_writer_s_lock_refuses_the_repair_and_nothing_is_written(tmp_path: Path) -> None:
     store = store_with(tmp_path, pending())
-    lock = {
-        "pid": 1,
-        "username": "alice",
-        "hostname": "laptop",
-        "timestamp": "2026-11-27T06:00:00Z",
-    }
-    store.bucket.write(f"{store.locks_prefix(STACK)}a.json", json.dumps(lock).encode())
+    persons_lock(store, STACK)
     before = store.bucket.read(f"{store.stacks_prefix()}{STACK}.json")
     with pytest.raises(ConflictError, match="alice@laptop"):
         recover(CliStack(pending()), store)
