@@ -75,7 +75,7 @@ def test_each_stack_keeps_its_newest_entries_on_every_backend(
     try:
         for stack in stacks:
             cli("stack", "init", stack)
-        for _round in range(6):
+        for _round in range(4):  # each pruned twice over
             for stack in stacks:
                 cli.operate(stack)
                 prune(store, stack, keep=2)
@@ -117,15 +117,15 @@ def test_without_pruning_the_backend_grows_with_every_operation(
 def test_many_operations_on_eight_stacks_stay_within_the_bound(
     toolchain: Toolchain, backend_servers: BackendServers, tmp_path: Path
 ) -> None:
-    """80 operations, 10 on each of 8 stacks, four at a time, each followed by the prune the
-    engine makes (keep 4; ``--keep-history`` defaults to 5): every stack's history is pruned
-    six times over, while three others are operated on and pruned beside it. Afterwards every
-    stack holds exactly its checkpoint, its ``.bak``, 4 history entries and 4 backups, and the
-    backend's size is within ``retention_bound`` per stack. Without pruning it would hold 10
-    entries and 10 backups per stack (previous test). (It ran 1,000 operations on 20 stacks,
-    then 240, until the suite had to fit in 15 minutes: the same prunes, run concurrently, at
-    a third of the ``pulumi`` starts of the 240, about 2 CPU minutes less.)"""
-    keep, stacks_n, per_stack = 4, 8, 10
+    """48 operations, 6 on each of 8 stacks, four at a time, each followed by the prune the
+    engine makes (keep 3; ``--keep-history`` defaults to 5): every stack's history is pruned
+    three times over, while three others are operated on and pruned beside it. Afterwards every
+    stack holds exactly its checkpoint, its ``.bak``, 3 history entries and 3 backups, and the
+    backend's size is within ``retention_bound`` per stack. Without pruning it would hold 6
+    entries and 6 backups per stack (previous test). (It ran 1,000 operations on 20 stacks,
+    then 240, then 80, until the suite had to fit in 15 minutes: the same prunes, run
+    concurrently, at a fifth of the ``pulumi`` starts of the 240.)"""
+    keep, stacks_n, per_stack = 3, 8, 6
     backend = backend_servers.backend("file", folder=tmp_path)
     cli = Cli(toolchain, backend, tmp_path)
     store = backend.store()
