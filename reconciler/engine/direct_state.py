@@ -11,34 +11,24 @@ the caller asks the CLI, which also says what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import Any
 
 from reconciler.engine.context import EngineContext
 from reconciler.engine.direct_gate import state_refusal
 from reconciler.engine.errors import ConflictError, StackLockedError
 from reconciler.engine.run import STACK_TYPE
-from reconciler.engine.state.lock_plan import LockRecord, held_message
 from reconciler.engine.state.stacks import has_journal, locked, remove_stack
 from reconciler.engine.state.store import (
-    ORGANIZATION,
     BucketError,
     Checkpoint,
     StateStore,
     WriteConflictError,
 )
-from stacks.vocabulary import PROJECT
 
-__all__ = ["remove_emptied_stack", "stack_locked", "unprotect_in_state"]
+__all__ = ["remove_emptied_stack", "unprotect_in_state"]
 
 PROVIDERS = "pulumi:providers:"
-
-
-def stack_locked(stack: str, locks: Sequence[LockRecord], *, backend: str) -> StackLockedError:
-    """The refusal of a write while ``locks``, not this controller's, hold ``stack``
-    (``backend``: its URL without a password)."""
-    fqn = f"{ORGANIZATION}/{PROJECT}/{stack}"
-    return StackLockedError(held_message(fqn, locks, backend=backend), stack=stack)
 
 
 def _editable(engine: EngineContext, stack: str) -> tuple[StateStore, Checkpoint] | None:
@@ -79,7 +69,7 @@ def unprotect_in_state(
         engine.fence(doing, stack=stack)
         with locked(store, stack) as held:
             if held:
-                raise stack_locked(stack, held, backend=store.url)
+                raise StackLockedError.of(stack, held, backend=store.url)
             store.write_deployment(stack, deployment, expect=read)
     except WriteConflictError as exc:
         raise ConflictError(
@@ -114,5 +104,5 @@ def remove_emptied_stack(engine: EngineContext, stack: str) -> bool:
     except BucketError as exc:
         raise engine.error(exc, stack=stack, doing=doing) from None
     if held:
-        raise stack_locked(stack, held, backend=store.url)
+        raise StackLockedError.of(stack, held, backend=store.url)
     return True

@@ -38,6 +38,7 @@ the cloud) is also how the engine's own OpenStack client says how its errors are
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from reconciler.engine.failure_text import (
@@ -48,7 +49,9 @@ from reconciler.engine.failure_text import (
     error_text,
     protected_refusal,
 )
-from stacks.vocabulary import INVALID_SPEC_MARKER
+from reconciler.engine.state.layout import ORGANIZATION
+from reconciler.engine.state.lock_plan import LockRecord, held_message
+from stacks.vocabulary import INVALID_SPEC_MARKER, PROJECT
 
 __all__ = [
     "CloudUnavailableError",
@@ -96,6 +99,13 @@ class StackLockedError(EngineError):
 
     reason = "StackLocked"
     event_reason = "StackLocked"  # the Warning's reason (else SyncLoadBalancerFailed)
+
+    @classmethod
+    def of(cls, stack: str, locks: Sequence[LockRecord], *, backend: str) -> StackLockedError:
+        """The refusal of an operation on ``stack`` while ``locks``, not this controller's,
+        hold it (``backend``: its URL without a password)."""
+        fqn = f"{ORGANIZATION}/{PROJECT}/{stack}"
+        return cls(held_message(fqn, locks, backend=backend), stack=stack)
 
 
 class UpTimeoutError(EngineError):

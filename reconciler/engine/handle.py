@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
@@ -19,7 +19,7 @@ from pulumi.automation._stack import StackInitMode  # the mode Stack.select give
 
 from reconciler.engine.context import EngineContext
 from reconciler.engine.delete.cloud import delete_unadopted
-from reconciler.engine.direct_state import stack_locked, unprotect_in_state
+from reconciler.engine.direct_state import unprotect_in_state
 from reconciler.engine.errors import (
     InterruptedOperationError,
     NotLeaderError,
@@ -38,7 +38,6 @@ from reconciler.engine.stack_meta import (
     run_cli,
     set_plain_config,
 )
-from reconciler.engine.state.lock_plan import LockRecord
 from reconciler.engine.state.locks import clear_stale_locks
 from reconciler.engine.state.stacks import create_stack, prune, remove_leftovers
 from reconciler.engine.state.store import BucketError
@@ -129,16 +128,11 @@ class StackHandle:
             rule = self.engine.lock_rule()
             cleared = clear_stale_locks(store=store, stack_name=self.name, rule=rule)
             if writes and cleared.foreign and store is not None:
-                raise self.held_by(cleared.foreign, backend=store.url)
+                raise StackLockedError.of(self.name, cleared.foreign, backend=store.url)
             repair_torn_sidecars(store=store, stack_name=self.name)
         except BucketError as exc:
             raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
         return exists
-
-    def held_by(self, locks: Sequence[LockRecord], *, backend: str) -> StackLockedError:
-        """The refusal of an operation while ``locks``, not this controller's, hold the stack
-        (``backend``: its URL without a password)."""
-        return stack_locked(self.name, locks, backend=backend)
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
         """The stack opened after :meth:`check_stack` said ``exists``: one the backend holds

@@ -48,6 +48,7 @@ from reconciler.engine.errors import (
     ConflictError,
     InterruptedOperationError,
     NotLeaderError,
+    StackLockedError,
     UpTimeoutError,
 )
 from reconciler.engine.lost import UNSETTLED, PendingCreate, pending_creates, resolve, unsettled
@@ -62,7 +63,6 @@ from reconciler.engine.processes import (
     start_time,
 )
 from reconciler.engine.run import holds_secret
-from reconciler.engine.state.lock_plan import held_message
 from reconciler.engine.state.stacks import has_journal, locked
 from reconciler.engine.state.store import (
     BucketError,
@@ -236,19 +236,15 @@ def _write_state(
 ) -> None:
     """Save the repaired ``state`` where it was read from: over the checkpoint ``read``, under
     a lock of this process (:func:`~reconciler.engine.state.stacks.locked`), with the backend's
-    compare-and-swap; or with ``pulumi stack import``. Another writer's lock, or a write since
-    the read, refuses it (:class:`ConflictError`, retried): its state is not overwritten."""
+    compare-and-swap; or with ``pulumi stack import``. Another writer's lock refuses it
+    (:class:`StackLockedError`), a write since the read too (:class:`ConflictError`); both are
+    retried, and its state is not overwritten."""
     if store is None or read is None:
         stack.import_stack(auto.Deployment(version=version, deployment=dict(state)))
         return
     with locked(store, stack_name) as held:
-        if held:
-            raise ConflictError(
-                f"stack {stack_name} was locked by another writer while what a crash left was "
-                f"repaired ({held_message(stack_name, held, backend=store.url)}); the next attempt "
-                "repairs it again",
-                stack=stack_name,
-            )
+        if held:  # a person's or CI's `pulumi` since the operation began: it waits for them
+            raise StackLockedError.of(stack_name, held, backend=store.url)
         try:
             store.write_deployment(stack_name, state, expect=read)
         except WriteConflictError as exc:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from reconciler.engine.errors import ConflictError
+from reconciler.engine.errors import StackLockedError
 from reconciler.engine.recovery import recover_pending
 from reconciler.engine.state.store import StateStore, open_state_store
 from stacks.vocabulary import PROJECT
@@ -91,7 +91,7 @@ def test_another_writer_s_lock_refuses_the_repair_and_nothing_is_written(tmp_pat
     store = store_with(tmp_path, pending())
     persons_lock(store, STACK)
     before = store.bucket.read(f"{store.stacks_prefix()}{STACK}.json")
-    with pytest.raises(ConflictError, match="alice@laptop"):
+    with pytest.raises(StackLockedError, match="alice@laptop"):
         recover(CliStack(pending()), store)
     assert store.bucket.read(f"{store.stacks_prefix()}{STACK}.json") == before
 

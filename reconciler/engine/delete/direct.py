@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from reconciler.engine.delete.cloud import cascade_delete
 from reconciler.engine.delete.direct_plan import DirectDeletion, direct_deletion
 from reconciler.engine.direct_gate import state_refusal
-from reconciler.engine.errors import ConflictError
+from reconciler.engine.errors import ConflictError, StackLockedError
 from reconciler.engine.handle import StackHandle
 from reconciler.engine.lb_tags import others_on
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
@@ -121,7 +121,7 @@ def delete_directly(
     try:
         with locked(store, ss.name) as held:
             if held:
-                raise ss.held_by(held, backend=store.url)
+                raise StackLockedError.of(ss.name, held, backend=store.url)
             again = store.read_checkpoint(ss.name)
             if again is None or (again.key, again.version) != (read.key, read.version):
                 raise ConflictError(
