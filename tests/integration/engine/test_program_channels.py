@@ -50,11 +50,23 @@ def ask(stub: Any) -> str:
     return "answered"
 
 
+# A connection that failed waits this long before it tries again (gRPC's reconnect backoff,
+# 1 s by default, jittered). The old program's failed call puts the shared connection in that
+# wait; at the default, a loaded machine (a CI run beside other tests) took longer than it to
+# start the next monitor, the shared connection had reconnected, and the test without own
+# connections saw its call answered. A minute is longer than any start here.
+LONG_BACKOFF = [
+    ("grpc.initial_reconnect_backoff_ms", 60_000),
+    ("grpc.min_reconnect_backoff_ms", 60_000),
+]
+
+
 @pytest.fixture
 def sdk_options() -> Iterator[list[Any]]:
-    """The SDK's channel options, restored afterwards."""
+    """The SDK's channel options with a long reconnect backoff, restored afterwards."""
     options = _grpc_settings._GRPC_CHANNEL_OPTIONS
     saved = list(options)
+    options.extend(LONG_BACKOFF)
     yield options
     options[:] = saved
 
