@@ -11,13 +11,13 @@ the caller asks the CLI, which also says what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from reconciler.engine.context import EngineContext
+from reconciler.engine.delete.direct_plan import PROVIDER_PREFIX, STACK_TYPE
 from reconciler.engine.direct_gate import state_refusal
 from reconciler.engine.errors import ConflictError, StackLockedError
-from reconciler.engine.run import STACK_TYPE
 from reconciler.engine.state.stacks import has_journal, locked, remove_stack
 from reconciler.engine.state.store import (
     BucketError,
@@ -26,21 +26,49 @@ from reconciler.engine.state.store import (
     WriteConflictError,
 )
 
-__all__ = ["remove_emptied_stack", "unprotect_in_state"]
+__all__ = [
+    "editable_checkpoint",
+    "remove_emptied_stack",
+    "replace_deployment",
+    "unprotect_in_state",
+]
 
-PROVIDERS = "pulumi:providers:"
 
-
-def _editable(engine: EngineContext, stack: str) -> tuple[StateStore, Checkpoint] | None:
-    store = engine.store_or_none()
-    if store is None:
-        return None
+def editable_checkpoint(store: StateStore, stack: str) -> Checkpoint | None:
+    """The stack's checkpoint when the direct paths may write it
+    (:func:`~reconciler.engine.direct_gate.state_refusal`: its format, no journal); None."""
     read = store.read_checkpoint(stack)
     if read is None:
         return None
     if state_refusal(checkpoint_format=read.format, journal=has_journal(store, stack)):
         return None
-    return store, read
+    return read
+
+
+def replace_deployment(
+    store: StateStore, stack: str, deployment: Mapping[str, Any], *, expect: Checkpoint, doing: str
+) -> None:
+    """Write ``deployment`` over the checkpoint ``expect`` under a lock of this process, with
+    the backend's compare-and-swap: :class:`StackLockedError` while another's lock holds the
+    stack, :class:`ConflictError` when another wrote it since ``expect`` was read (``doing``
+    says what was being done, for the message); nothing is written either way."""
+    with locked(store, stack) as held:
+        if held:
+            raise StackLockedError.of(stack, held, backend=store.url)
+        try:
+            store.write_deployment(stack, deployment, expect=expect)
+        except WriteConflictError as exc:
+            raise ConflictError(
+                f"stack {stack} was written by another while {doing} ({exc}); the next attempt "
+                "reads it again",
+                stack=stack,
+            ) from None
+
+
+def _editable(engine: EngineContext, stack: str) -> tuple[StateStore, Checkpoint] | None:
+    store = engine.store_or_none()
+    read = editable_checkpoint(store, stack) if store is not None else None
+    return (store, read) if store is not None and read is not None else None
 
 
 def unprotect_in_state(
@@ -67,16 +95,7 @@ def unprotect_in_state(
             {k: v for k, v in r.items() if k != "protect"} if lifted(r) else r for r in resources
         ]
         engine.fence(doing, stack=stack)
-        with locked(store, stack) as held:
-            if held:
-                raise StackLockedError.of(stack, held, backend=store.url)
-            store.write_deployment(stack, deployment, expect=read)
-    except WriteConflictError as exc:
-        raise ConflictError(
-            f"stack {stack} was written by another while its protection was lifted ({exc}); "
-            "the next attempt reads it again",
-            stack=stack,
-        ) from None
+        replace_deployment(store, stack, deployment, expect=read, doing=doing)
     except BucketError as exc:
         raise engine.error(exc, stack=stack, doing=doing) from None
     return True
@@ -95,7 +114,7 @@ def remove_emptied_stack(engine: EngineContext, stack: str) -> bool:
         store, read = found
         resources = (read.deployment or {}).get("resources") or []
         if any(
-            r.get("type") != STACK_TYPE and not str(r.get("type", "")).startswith(PROVIDERS)
+            r.get("type") != STACK_TYPE and not str(r.get("type", "")).startswith(PROVIDER_PREFIX)
             for r in resources
         ):
             return False

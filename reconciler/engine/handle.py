@@ -367,7 +367,7 @@ class StackHandle:
         """After an ``up`` that adopted its imports: none are carried to the next one."""
         key = f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}"
         self.engine.fence("writing the config", stack=self.name)
-        if not set_plain_config(self.work_dir / f"Pulumi.{self.name}.yaml", key, "{}"):
+        if set_plain_config(self.work_dir / f"Pulumi.{self.name}.yaml", key, "{}") is None:
             stack.set_config(key, auto.ConfigValue("{}"))
 
     def carried_imports_of(self) -> dict[str, str]:

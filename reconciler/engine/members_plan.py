@@ -38,6 +38,7 @@ __all__ = [
     "members_update",
     "pending_deployment",
     "request_members",
+    "stack_resource",
     "update_record",
     "updated_deployment",
 ]
@@ -174,7 +175,8 @@ def _raw_state_delta(count: int) -> dict[str, Any]:
     return {"obj": {"ps": {"members": {"arr": {"el": elements}}}, "renamed": {"members": "member"}}}
 
 
-def _stack_resource(deployment: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def stack_resource(deployment: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The deployment's ``pulumi:pulumi:Stack`` resource (its outputs are the stack's); None."""
     for res in deployment.get("resources") or []:
         if res.get("type") == STACK_TYPE:
             return res  # type: ignore[no-any-return]
@@ -183,7 +185,7 @@ def _stack_resource(deployment: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def applied_spec_in(deployment: Mapping[str, Any] | None) -> LoadBalancerSpec | None:
     """The spec of the last ``up`` (the stack's ``spec`` output) in a deployment; None."""
-    stack = _stack_resource(deployment or {})
+    stack = stack_resource(deployment or {})
     return applied_spec_from((stack or {}).get("outputs") or {})
 
 
@@ -230,7 +232,7 @@ def members_update(
     the stack applies it); None when only ``up`` may (see the module)."""
     if deployment is None or deployment.get("pending_operations"):
         return None
-    stack = _stack_resource(deployment)
+    stack = stack_resource(deployment)
     if stack is None or (stack.get("outputs") or {}).get("spec") != applied.canonical_json():
         return None
     changes = members_changes(applied_as_stack, wanted)

@@ -43,12 +43,11 @@ from typing import Any, NamedTuple, TypeVar
 
 from pulumi import automation as auto
 
-from reconciler.engine.direct_gate import CHECKPOINT_FORMAT, state_refusal
+from reconciler.engine.direct_gate import CHECKPOINT_FORMAT
+from reconciler.engine.direct_state import editable_checkpoint, replace_deployment
 from reconciler.engine.errors import (
-    ConflictError,
     InterruptedOperationError,
     NotLeaderError,
-    StackLockedError,
     UpTimeoutError,
 )
 from reconciler.engine.lost import UNSETTLED, PendingCreate, pending_creates, resolve, unsettled
@@ -63,12 +62,10 @@ from reconciler.engine.processes import (
     start_time,
 )
 from reconciler.engine.run import holds_secret
-from reconciler.engine.state.stacks import has_journal, locked
 from reconciler.engine.state.store import (
     BucketError,
     Checkpoint,
     StateStore,
-    WriteConflictError,
 )
 from stacks.vocabulary import logical_name, object_kind
 
@@ -205,18 +202,13 @@ def _read_state(
     stack: auto.Stack, store: StateStore | None, stack_name: str
 ) -> tuple[dict[str, Any], Checkpoint | None, int | None]:
     """The stack's latest deployment, the checkpoint it was read from (None: from the CLI) and
-    its format. Read by the store where it reads the checkpoint, the direct paths may write it
-    (:func:`~reconciler.engine.direct_gate.state_refusal`) and no pending operation holds a
-    secret (only its ciphertext is there); else by ``pulumi stack export``."""
-    read = None
-    if store is not None:
-        try:
-            read = store.read_checkpoint(stack_name)
-            journal = read is not None and has_journal(store, stack_name)
-        except BucketError:
-            read = None
-        if read is not None and state_refusal(checkpoint_format=read.format, journal=journal):
-            read = None
+    its format. Read by the store where the direct paths may write the checkpoint
+    (:func:`~reconciler.engine.direct_state.editable_checkpoint`) and no pending operation
+    holds a secret (only its ciphertext is there); else by ``pulumi stack export``."""
+    try:
+        read = editable_checkpoint(store, stack_name) if store is not None else None
+    except BucketError:
+        read = None
     if read is not None:
         state = dict(read.deployment or {})
         if not holds_secret(state.get("pending_operations")):
@@ -234,25 +226,16 @@ def _write_state(
     read: Checkpoint | None,
     version: int | None,
 ) -> None:
-    """Save the repaired ``state`` where it was read from: over the checkpoint ``read``, under
-    a lock of this process (:func:`~reconciler.engine.state.stacks.locked`), with the backend's
-    compare-and-swap; or with ``pulumi stack import``. Another writer's lock refuses it
-    (:class:`StackLockedError`), a write since the read too (:class:`ConflictError`); both are
-    retried, and its state is not overwritten."""
+    """Save the repaired ``state`` where it was read from: over the checkpoint ``read``
+    (:func:`~reconciler.engine.direct_state.replace_deployment`: under a lock of this process,
+    with compare-and-swap; another's lock or write refuses it, retried, and its state is not
+    overwritten), or with ``pulumi stack import``."""
     if store is None or read is None:
         stack.import_stack(auto.Deployment(version=version, deployment=dict(state)))
         return
-    with locked(store, stack_name) as held:
-        if held:  # a person's or CI's `pulumi` since the operation began: it waits for them
-            raise StackLockedError.of(stack_name, held, backend=store.url)
-        try:
-            store.write_deployment(stack_name, state, expect=read)
-        except WriteConflictError as exc:
-            raise ConflictError(
-                f"stack {stack_name} was written by another while what a crash left was "
-                f"repaired ({exc}); the next attempt repairs it again",
-                stack=stack_name,
-            ) from None
+    replace_deployment(
+        store, stack_name, state, expect=read, doing="what a crash left was repaired"
+    )
 
 
 # --- hanging operations -----------------------------------------------------------------------

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pulumi import automation as auto
 
+from reconciler.engine.members_plan import stack_resource
 from reconciler.engine.provider_config import provider_config
-from reconciler.engine.run import STACK_TYPE, holds_secret
+from reconciler.engine.run import holds_secret
 from reconciler.engine.state.passphrase import encrypt
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
@@ -172,22 +173,19 @@ def record_spec(config_file: Path, spec: LoadBalancerSpec) -> dict[str, Any] | N
     settings file, as :func:`configure` would have written it for that ``up``, so that a
     ``pulumi preview --config-file`` of it shows no change; its config as written (what the
     update's history record holds). None when there is no settings file here."""
+    return set_plain_config(config_file, SPEC_CONFIG, spec.canonical_json())
+
+
+def set_plain_config(config_file: Path, key: str, value: str) -> dict[str, Any] | None:
+    """One plain config value in the stack's settings file, as ``pulumi config set`` writes
+    it; the config as written. None, nothing written, when there is no settings file here
+    (ask the CLI)."""
     settings = _read_config_file(config_file)
     if settings is None:
         return None
-    config = {**(settings.get("config") or {}), SPEC_CONFIG: spec.canonical_json()}
+    config = {**(settings.get("config") or {}), key: value}
     _write_settings(config_file, {**settings, "config": config})
     return config
-
-
-def set_plain_config(config_file: Path, key: str, value: str) -> bool:
-    """One plain config value in the stack's settings file, as ``pulumi config set`` writes
-    it; False, nothing written, when there is no settings file here (ask the CLI)."""
-    settings = _read_config_file(config_file)
-    if settings is None:
-        return False
-    _write_settings(config_file, {**settings, "config": {**settings["config"], key: value}})
-    return True
 
 
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
@@ -241,11 +239,7 @@ def outputs_in(deployment: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The stack outputs of a checkpoint's ``deployment`` (its ``pulumi:pulumi:Stack``
     resource's, what ``pulumi stack output`` prints), as :func:`plain_outputs` gives them; None
     when one is a secret (only its ciphertext is there: ask the CLI)."""
-    resources = (deployment or {}).get("resources") or []
-    root = next(
-        (r for r in resources if isinstance(r, Mapping) and r.get("type") == STACK_TYPE), {}
-    )
-    outputs = root.get("outputs") or {}
+    outputs = (stack_resource(deployment or {}) or {}).get("outputs") or {}
     if not isinstance(outputs, Mapping) or holds_secret(outputs):
         return None
     return {**{key: None for key in OUTPUT_KEYS}, **outputs}

@@ -31,7 +31,7 @@ from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
 from tests import occm
 from tests.backends import Backend
-from tests.builders import make_node
+from tests.builders import make_node, stored_service
 from tests.emulated import (
     EmulatorAdmin,
     cloud_conf_text,
@@ -194,6 +194,23 @@ def kube_fixture(namespace: str) -> Any:
         api.close()
 
     return kube
+
+
+def owner_and_joiner(env: Env) -> tuple[Any, Any, dict[str, Any], dict[str, Any], str]:
+    """A Service that owns its load balancer and one that joins it (port 81): their stacks
+    (both applied), their Services and the load balancer's ID."""
+    config = env.config()
+    owner_svc = stored_service("owner")
+    owner = env.stack(config, owner_svc)
+    lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
+    joiner_svc = stored_service(
+        "joiner",
+        ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
+        annotations={"loadbalancer.openstack.org/load-balancer-id": lb_id},
+    )
+    joiner = env.stack(config, joiner_svc)
+    assert joiner.ensure(spec_for(joiner_svc, config)).outputs["shared"] is True
+    return owner, joiner, owner_svc, joiner_svc, lb_id
 
 
 def only(records: list[dict[str, Any]]) -> dict[str, Any]:

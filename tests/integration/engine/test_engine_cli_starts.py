@@ -28,7 +28,7 @@ from reconciler.engine.state.store import StateStore
 from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
 from tests.builders import stored_service
-from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, spec_for
+from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, owner_and_joiner, spec_for
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast
 pytestmark = pytest.mark.slow
@@ -361,18 +361,8 @@ def test_a_sharer_leaves_with_one_destroy(env: Env, starts: list[str]) -> None:
     delete is for a load balancer of its own): its protection is lifted before and its emptied
     stack removed after in the state by the store (reconciler.engine.direct_state), not by
     ``pulumi state unprotect`` and ``pulumi stack rm``; the CLI then lists no such stack."""
-    config = env.config()
-    owner_svc = stored_service("sh-owner")
-    owner = env.stack(config, owner_svc)
-    lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
-    sharer_svc = stored_service(
-        "sh-sharer",
-        ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
-        annotations={"loadbalancer.openstack.org/load-balancer-id": lb_id},
-    )
-    sharer = env.stack(config, sharer_svc)
+    owner, sharer, _owner_svc, _sharer_svc, _lb_id = owner_and_joiner(env)
     try:
-        assert sharer.ensure(spec_for(sharer_svc, config)).outputs["shared"] is True
         starts.clear()
         assert sharer.delete().existed
         assert starts == ["destroy"]

@@ -17,7 +17,7 @@ import pytest
 from reconciler.engine.errors import InvalidConfigError
 from tests.builders import stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import Env, only, spec_for
+from tests.integration.engine.conftest import Env, only, owner_and_joiner, spec_for
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast
 pytestmark = pytest.mark.slow
@@ -33,24 +33,9 @@ def _tags(env: Env, lb_id: str) -> set[str]:
     return set(_lb(env, lb_id)["tags"])
 
 
-def _owner_and_joiner(env: Env) -> tuple[Any, Any, dict[str, Any], dict[str, Any], str]:
-    config = env.config()
-    owner_svc = stored_service("owner")
-    owner = env.stack(config, owner_svc)
-    lb_id = owner.ensure(spec_for(owner_svc, config)).outputs["lb_id"]
-    joiner_svc = stored_service(
-        "joiner",
-        ports=[{"port": 81, "protocol": "TCP", "nodePort": 30081}],
-        annotations={A + "load-balancer-id": lb_id},
-    )
-    joiner = env.stack(config, joiner_svc)
-    assert joiner.ensure(spec_for(joiner_svc, config)).outputs["shared"] is True
-    return owner, joiner, owner_svc, joiner_svc, lb_id
-
-
 def test_every_service_on_a_load_balancer_is_among_its_tags(env: Env) -> None:
     config = env.config()
-    owner, joiner, owner_svc, joiner_svc, lb_id = _owner_and_joiner(env)
+    owner, joiner, owner_svc, joiner_svc, lb_id = owner_and_joiner(env)
     owner_name, joiner_name = spec_for(owner_svc, config).name, spec_for(joiner_svc, config).name
     try:
         assert {owner_name, joiner_name} <= _tags(env, lb_id)
@@ -73,7 +58,7 @@ def test_every_service_on_a_load_balancer_is_among_its_tags(env: Env) -> None:
 
 def test_an_owner_that_leaves_first_takes_its_name_off(env: Env) -> None:
     config = env.config()
-    owner, joiner, owner_svc, joiner_svc, lb_id = _owner_and_joiner(env)
+    owner, joiner, owner_svc, joiner_svc, lb_id = owner_and_joiner(env)
     owner_name, joiner_name = spec_for(owner_svc, config).name, spec_for(joiner_svc, config).name
     try:
         result = owner.delete()
