@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.engine.cli import CLI_GOGC
+from reconciler.engine.cli import CLI_GOGC, CLI_GOMAXPROCS
 from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
 from reconciler.local.toolchain import WITH_MINIO, Toolchain, find_toolchain
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
@@ -42,6 +42,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # the engine gives its children (reconciler.engine.cli.CLI_GOGC): a quarter less CPU per
     # start, nothing else changed. The user's own setting wins.
     os.environ.setdefault("GOGC", CLI_GOGC)
+    # ... and the processors it gives them (CLI_GOMAXPROCS), which the servers the tests start
+    # (kube-apiserver, etcd, MinIO) inherit too: on 2 cores shared by four workers, a server's
+    # idle threads and parallel collector cost CPU the tests need (a control plane's start and
+    # first 30 s: 3.4-3.8 CPU s instead of 3.7-4.2).
+    os.environ.setdefault("GOMAXPROCS", CLI_GOMAXPROCS)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
@@ -71,7 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # LBR_TEST_CPU=<file>: each test's wall time and CPU time (this process's and its children's
 # that ended, such as the ``pulumi`` runs it waited for), one JSON line per test, from setup to
-# teardown; docs/testing.md says how the suite's figures were made with it.
+# teardown, and when it ended (a timeline of the workers); docs/testing.md says how the suite's
+# figures were made with it.
 CPU_REPORT_ENV = "LBR_TEST_CPU"
 
 
@@ -96,6 +102,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
         "wall": round(time.monotonic() - wall, 3),
         "cpu": round(_cpu_seconds() - cpu, 3),
+        "end": round(time.time(), 3),
     }
     with open(report, "a") as out:
         out.write(json.dumps(line) + "\n")

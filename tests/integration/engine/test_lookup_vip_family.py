@@ -5,29 +5,43 @@ toolchain's CLI and provider, the engine's backend and provider configuration) a
 emulator: the tenant network gets an IPv6 subnet, and an IPv6-only network is made, both by the
 demo user. Each case previews a program that only runs the lookup for a spec whose first IP
 family, subnet-id and network-id are set; a mismatch must fail with the lookup's message (the
-field, the families and the fix), a match must pass.
+field, the families and the fix), a match must pass. The cases share one stack, made and
+configured once (a ``preview`` per case, not four ``pulumi`` starts).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pulumi import automation as auto
 
 from reconciler.engine.provider_config import provider_config
+from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
 from stacks import lookups
 from stacks.vocabulary import INVALID_SPEC_MARKER
 from tests.builders import stored_service
 from tests.emulated import connect
-from tests.integration.engine.conftest import Env, spec_for
+from tests.integration.engine.conftest import Cloud, Env, spec_for
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def env(
+    toolchain: Toolchain,
+    topo: dict[str, Any],
+    cloud: Cloud,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Env]:
+    """The engine's environment for the module's cases (its state folder, the emulator)."""
+    state = tmp_path_factory.mktemp("lookup") / "lbr"
+    yield Env(topo=topo, cloud=cloud, toolchain=toolchain, state_dir=state)
+    cloud.wait_nothing_created(timeout=15)
+
+
+@pytest.fixture(scope="module")
 def nets(env: Env) -> Iterator[dict[str, str]]:
     t = env.topo
     conn = connect(t)
@@ -51,28 +65,31 @@ def nets(env: Env) -> Iterator[dict[str, str]]:
         conn.network.delete_subnet(v6.id)
 
 
-def _check(env: Env, tmp_path: Path, spec: LoadBalancerSpec) -> None:
-    """Preview a program that runs only the lookup; raises auto.CommandError if it fails."""
+@pytest.fixture(scope="module")
+def lookup_stack(env: Env, tmp_path_factory: pytest.TempPathFactory) -> auto.Stack:
+    """A stack of a lookup-only project, with the engine's backend and provider configuration."""
     config = env.config()
     engine = env.engine(config)
+    work_dir = tmp_path_factory.mktemp("lookup-project")
     opts = auto.LocalWorkspaceOptions(
-        work_dir=str(tmp_path / "lookup"),
+        work_dir=str(work_dir),
         pulumi_command=engine.pulumi_command,
         project_settings=auto.ProjectSettings(name="lbr-lookup-test", runtime="python"),
         env_vars=engine.env(),
         secrets_provider=engine.settings.secrets_provider,
     )
-    (tmp_path / "lookup").mkdir(exist_ok=True)
-    stack = auto.create_or_select_stack(
-        stack_name="vipfamily",
-        project_name="lbr-lookup-test",
-        program=lambda: lookups.check_vip_family(spec),
-        opts=opts,
+    stack = auto.create_stack(
+        stack_name="vipfamily", project_name="lbr-lookup-test", program=lambda: None, opts=opts
     )
     stack.set_all_config(
         {k: auto.ConfigValue(v, secret=s) for k, (v, s) in provider_config(config.auth).items()}
     )
-    stack.preview()
+    return stack
+
+
+def _check(stack: auto.Stack, spec: LoadBalancerSpec) -> None:
+    """Preview a program that runs only the lookup; raises auto.CommandError if it fails."""
+    stack.preview(program=lambda: lookups.check_vip_family(spec))
 
 
 def _spec(env: Env, family: str, **vip: Any) -> LoadBalancerSpec:
@@ -96,11 +113,16 @@ def _spec(env: Env, family: str, **vip: Any) -> LoadBalancerSpec:
     ],
 )
 def test_wrong_family_is_an_invalid_spec(
-    env: Env, nets: dict[str, str], tmp_path: Path, family: str, vip: dict[str, str], says: str
+    env: Env,
+    nets: dict[str, str],
+    lookup_stack: auto.Stack,
+    family: str,
+    vip: dict[str, str],
+    says: str,
 ) -> None:
     spec = _spec(env, family, **{k: nets[v] for k, v in vip.items()})
     with pytest.raises(auto.CommandError, match=INVALID_SPEC_MARKER + ".*" + says):
-        _check(env, tmp_path, spec)
+        _check(lookup_stack, spec)
 
 
 @pytest.mark.parametrize(
@@ -114,12 +136,12 @@ def test_wrong_family_is_an_invalid_spec(
     ],
 )
 def test_right_family_passes(
-    env: Env, nets: dict[str, str], tmp_path: Path, family: str, vip: dict[str, str]
+    env: Env, nets: dict[str, str], lookup_stack: auto.Stack, family: str, vip: dict[str, str]
 ) -> None:
-    _check(env, tmp_path, _spec(env, family, **{k: nets[v] for k, v in vip.items()}))
+    _check(lookup_stack, _spec(env, family, **{k: nets[v] for k, v in vip.items()}))
 
 
-def test_a_subnet_that_does_not_exist_is_named(env: Env, tmp_path: Path) -> None:
+def test_a_subnet_that_does_not_exist_is_named(env: Env, lookup_stack: auto.Stack) -> None:
     missing = "0a0a0a0a-0000-4000-8000-000000000000"
     with pytest.raises(auto.CommandError, match=f"subnet-id {missing} does not exist"):
-        _check(env, tmp_path, _spec(env, "IPv4", vip_subnet_id=missing))
+        _check(lookup_stack, _spec(env, "IPv4", vip_subnet_id=missing))
