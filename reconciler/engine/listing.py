@@ -1,15 +1,17 @@
 """This cluster's stacks on the backend, and the stacks a tag names.
 
-* :func:`list_stacks`, with ``detail`` (the ``stacks``, ``preview``, ``adopt`` and ``sweep``
-  commands): one ``pulumi stack ls --json --all --project lb-reconciler --tag
-  lbr:cluster=<cluster>`` gives the names, last update times and resource counts; it does not
-  print tags. On a DIY backend (``file://``, ``s3://``, ``postgres://``) every stack's tags and
-  every lock are then read through :mod:`.state.store` in one go (a folder walk, one S3 listing
-  and parallel reads, or one query). For any other backend, or a tags object in a format this
-  code does not know, ``pulumi stack tag ls --json`` is run per stack (about 0.35 s each, eight
-  at a time). Nothing opens a stack or reads its state.
-* Without ``detail`` (the controller's periodic scan), a DIY backend's stack names come from the
-  store's listing too: no ``pulumi`` starts (docs/engine.md).
+* :func:`list_stacks` on a DIY backend (``file://``, ``s3://``, ``postgres://``): the stack
+  names, every stack's tags and every lock are read through :mod:`.state.store` in one go (a
+  folder walk, one S3 listing and parallel reads, or one query), as ``pulumi stack ls --tag
+  lbr:cluster=<cluster>`` selects them. With ``detail`` (the ``stacks``, ``preview``, ``adopt``
+  and ``sweep`` commands) each selected stack's checkpoint is read too (eight at a time), for
+  its last update and resource count as ``pulumi stack ls --json`` prints them: no ``pulumi``
+  starts. A checkpoint the store does not read (compressed with zstd, not JSON) sends the whole
+  listing to ``pulumi stack ls --json --all --project lb-reconciler --tag
+  lbr:cluster=<cluster>``, as does any other backend; a tags object in a format this code does
+  not know, to ``pulumi stack tag ls --json`` of that stack (about 0.35 s each, eight at a
+  time). Without ``detail`` (the controller's periodic scan) no checkpoint is read. Nothing
+  opens a stack or decrypts anything (docs/engine.md).
 * :func:`last_operations`: each stack's last history entry; :func:`stacks_tagged`: the names of
   the stacks with a tag.
 """
@@ -28,20 +30,22 @@ from reconciler.engine.plan import (
     CLUSTER_TAG,
     StackInfo,
     StackListing,
+    listing_of,
     parse_stack_ls,
     stack_info,
 )
 from reconciler.engine.state.locks import locked
-from reconciler.engine.state.store import ORGANIZATION, BucketError
+from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import PROJECT
 
 if TYPE_CHECKING:
     from reconciler.engine.context import EngineContext
+    from reconciler.engine.state.store import StateStore
 
 __all__ = ["last_operations", "list_stacks", "stacks_tagged"]
 
 log = logging.getLogger("reconciler.engine.stack")
-CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` when tags cannot be read from files
+CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` (tags the store cannot read), checkpoint reads
 
 
 def stacks_tagged(engine: EngineContext, key: str, value: str, *, work_dir: Path) -> list[str]:
@@ -67,10 +71,10 @@ def stacks_tagged(engine: EngineContext, key: str, value: str, *, work_dir: Path
 def list_stacks(engine: EngineContext, *, detail: bool = True) -> list[StackInfo]:
     """Every stack of the engine's backend tagged ``lbr:cluster=<cluster_name>``, sorted by name.
 
-    With ``detail``, through ``pulumi stack ls`` (each stack's last update and resource count,
-    which it reads from each checkpoint). Without, on a backend the store reads, from one
-    listing of the backend and no ``pulumi`` (last update and resource count None): what the
-    controller's periodic scan needs (names, tags, locks), at no process start.
+    With ``detail``, each stack's last update and resource count (from its checkpoint, as
+    ``pulumi stack ls`` reads them); without, both None: what the controller's periodic scan
+    needs (names, tags, locks), at no checkpoint read. On a backend the store reads, no
+    ``pulumi`` starts (the module's docstring says when one does).
 
     Raises :class:`~reconciler.engine.errors.EngineError` when the backend cannot be listed. A
     stack whose tags cannot be read (removed meanwhile) is left out, as is one without its
@@ -78,7 +82,7 @@ def list_stacks(engine: EngineContext, *, detail: bool = True) -> list[StackInfo
     """
     subject = f"the stacks of cluster {engine.settings.cluster_name}"
     store = engine.store
-    if detail or store is None:
+    if store is None:
         return _infos(engine, _cli_listings(engine, subject), subject)
     cluster = engine.settings.cluster_name
     try:
@@ -95,17 +99,36 @@ def list_stacks(engine: EngineContext, *, detail: bool = True) -> list[StackInfo
         return tags is None or tags.get(CLUSTER_TAG) == cluster
 
     ours = [name for name in names if selected(name)]
-    listings = [
-        StackListing(
-            name=name,
-            qualified=f"{ORGANIZATION}/{PROJECT}/{name}",
-            last_update=None,
-            update_in_progress=False,  # the CLI says so only of Pulumi Cloud's stacks
-            resource_count=None,
-        )
-        for name in ours
-    ]
-    return _infos(engine, listings, subject, stored=stored)
+    if not detail:
+        listings = [listing_of(name, None) for name in ours]
+        return _infos(engine, listings, subject, stored=stored)
+    try:
+        read = _read_listings(store, ours)
+    except BucketError as exc:
+        raise engine.error(exc, stack="", doing="listing", subject=subject) from None
+    if read is None:  # a checkpoint the store does not read: as the CLI lists them
+        return _infos(engine, _cli_listings(engine, subject), subject)
+    return _infos(engine, read, subject, stored=stored)
+
+
+def _read_listings(store: StateStore, names: Sequence[str]) -> list[StackListing] | None:
+    """Each stack as listed (:func:`~reconciler.engine.plan.listing_of`) from its checkpoint,
+    eight read at a time; a stack removed meanwhile is left out (as by the CLI). None when a
+    checkpoint is one the store does not read
+    (:meth:`~reconciler.engine.state.store.StateStore.read_checkpoint`)."""
+    unread = object()
+
+    def read(name: str) -> StackListing | object | None:
+        if store.checkpoint_key(name) is None:
+            return None  # removed meanwhile
+        checkpoint = store.read_checkpoint(name)
+        return unread if checkpoint is None else listing_of(name, checkpoint.deployment)
+
+    with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
+        found = list(pool.map(read, names))
+    if any(item is unread for item in found):
+        return None
+    return [item for item in found if isinstance(item, StackListing)]
 
 
 def _cli_listings(engine: EngineContext, subject: str) -> list[StackListing]:

@@ -21,8 +21,9 @@ looks done. While it is there, the last operation finished: the state has nothin
 
 **Listing.** ``pulumi stack ls --json`` gives a stack's name, last update time, whether an
 update is in progress and its resource count, but not its tags; :func:`parse_stack_ls` reads the
-former, :mod:`.state.store` the tags, and :func:`stack_info` joins them into a
-:class:`StackInfo` (see :mod:`reconciler.engine.stack_meta` for how they are read).
+former, :func:`listing_of` the same from a checkpoint the store read, :mod:`.state.store` the
+tags, and :func:`stack_info` joins them into a :class:`StackInfo` (see
+:mod:`reconciler.engine.stack_meta` for how they are read).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from reconciler.engine.state.layout import ORGANIZATION
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import PROJECT, PROTECTED, urn_of
 
@@ -59,6 +61,7 @@ __all__ = [
     "StackListing",
     "applied_spec_from",
     "cluster_prefix",
+    "listing_of",
     "output_tags",
     "outputs_from_tags",
     "parse_stack_ls",
@@ -238,6 +241,28 @@ def parse_stack_ls(text: str) -> list[StackListing]:
             )
         )
     return out
+
+
+def listing_of(name: str, deployment: Mapping[str, Any] | None) -> StackListing:
+    """The stack as ``pulumi stack ls --json --all`` lists it, from its latest deployment (None:
+    none, or not read): the manifest's time to the millisecond (as the CLI prints it; none for
+    Go's zero time) and the number of resources."""
+    when = None
+    if deployment is not None:
+        manifest = deployment.get("manifest")
+        when = parse_time(manifest.get("time")) if isinstance(manifest, Mapping) else None
+        if when is not None and when.year > 1:
+            when = when.replace(microsecond=when.microsecond // 1000 * 1000)
+        else:
+            when = None
+    resources = deployment.get("resources") if deployment is not None else None
+    return StackListing(
+        name=name,
+        qualified=f"{ORGANIZATION}/{PROJECT}/{name}",
+        last_update=when,
+        update_in_progress=False,  # the CLI says so only of Pulumi Cloud's stacks
+        resource_count=len(resources or []) if deployment is not None else None,
+    )
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from reconciler.engine.plan import (
     SHARED_TAG,
     StackInfo,
     StackListing,
+    listing_of,
     parse_stack_ls,
     stack_info,
     stack_tags,
@@ -288,3 +290,37 @@ def test_locked(tmp_path: Path) -> None:
     assert is_locked("prod.default.stale", leader=True) is False
     assert is_locked("prod.default.remote", leader=True) is True
     assert is_locked("prod.default.torn", leader=True) is True
+
+
+def test_a_checkpoint_listed_as_the_cli_lists_it() -> None:
+    """``listing_of`` of a stack's latest deployment: what ``pulumi stack ls --json --all``
+    prints of it (the manifest time to the millisecond, the resources counted)."""
+    deployment = {
+        "manifest": {"time": "2026-11-22T10:52:38.757641201Z", "version": "v3.259.0"},
+        "resources": [{"urn": "a"}, {"urn": "b"}],
+    }
+    web = listing_of("prod.default.web", deployment)
+    (cli,) = parse_stack_ls(FILE_BACKEND_LS)[:1]
+    assert web == replace(cli, resource_count=2)
+
+
+@pytest.mark.parametrize(
+    ("deployment", "when", "count"),
+    [
+        (None, None, None),  # `stack init` only: no deployment
+        ({"manifest": {"time": "0001-01-01T00:00:00Z"}}, None, 0),  # Go's zero time
+        ({"manifest": {}, "resources": None}, None, 0),
+        ({"manifest": {"time": "2026-01-02T03:04:05+01:00"}, "resources": []}, 1, 0),
+    ],
+)
+def test_a_checkpoint_without_time_or_resources(
+    deployment: dict[str, object] | None, when: int | None, count: int | None
+) -> None:
+    got = listing_of("s", deployment)
+    assert got.qualified == "organization/lb-reconciler/s"
+    assert got.resource_count == count
+    assert got.update_in_progress is False
+    if when is None:
+        assert got.last_update is None
+    else:
+        assert got.last_update == datetime(2026, 1, 2, 2, 4, 5, tzinfo=UTC)

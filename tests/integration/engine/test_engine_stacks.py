@@ -9,6 +9,7 @@ by listing can be deleted through :meth:`Engine.stack_for`.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -16,10 +17,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reconciler.engine.errors import InterruptedOperationError
+from reconciler.engine.plan import CLUSTER_TAG, StackListing, parse_stack_ls
 from reconciler.engine.stack import Engine
 from reconciler.engine.state.store import StateStore
 from reconciler.model import LoadBalancerSpec, ServiceRef
 from reconciler.model.naming import lb_name
+from stacks.vocabulary import PROJECT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, spec_for
 
@@ -62,9 +65,22 @@ def test_stacks_lists_this_clusters_stacks(
         for stack, spec in ((stack_c, spec_c), (stack_other, spec_other)):
             _created_without_up(stack.engine, spec)
 
+        # the `stacks` command's listing: from the store alone, no `pulumi` started, each
+        # stack's last update and resource count as `pulumi stack ls` prints them
+        starts.clear()
         listed = engine.stacks()
+        assert starts == []
+        assert {i.stack: (i.last_update, i.resource_count) for i in listed} == {
+            i.name: (i.last_update, i.resource_count) for i in _cli_stack_ls(engine)
+        }
+        starts.clear()
+        with monkeypatch.context() as m:  # a checkpoint the store does not read: the CLI's list
+            m.setattr(StateStore, "read_checkpoint", lambda _self, _stack: None)
+            assert engine.stacks() == listed
+            assert starts == ["stack ls"]
+        all_tags = StateStore.all_tags
         with monkeypatch.context() as m:  # tags in a format the store does not know: CLI per stack
-            m.setattr(StateStore, "all_tags", lambda _self: {})
+            m.setattr(StateStore, "all_tags", lambda self: dict.fromkeys(all_tags(self)))
             assert engine.stacks() == listed
         assert [i.stack for i in listed] == sorted([stack_a.name, stack_b.name, stack_c.name])
         by_name = {i.stack: i for i in listed}
@@ -129,6 +145,23 @@ def test_stacks_lists_this_clusters_stacks(
     assert engine.stacks() == []
     assert engine.stacks(detail=False) == []
     assert [i.stack for i in other.stacks()] == []
+
+
+def _cli_stack_ls(engine: Engine) -> list[StackListing]:
+    """What ``pulumi stack ls --json --all`` prints of this cluster's stacks."""
+    done = subprocess.run(
+        [
+            str(engine.settings.toolchain.path("pulumi")),
+            *("stack", "ls", "--json", "--all", "--project", PROJECT),
+            *("--tag", f"{CLUSTER_TAG}={engine.settings.cluster_name}"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=engine.settings.state_dir,
+        env=engine.env(),
+        check=True,
+    )
+    return parse_stack_ls(done.stdout)
 
 
 def _created_without_up(engine: Engine, spec: LoadBalancerSpec) -> None:
