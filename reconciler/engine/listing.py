@@ -12,7 +12,8 @@
   not know, to ``pulumi stack tag ls --json`` of that stack (about 0.35 s each, eight at a
   time). Without ``detail`` (the controller's periodic scan) no checkpoint is read. Nothing
   opens a stack or decrypts anything (docs/engine.md).
-* :func:`last_operations`: each stack's last history entry; :func:`stacks_tagged`: the names of
+* :func:`last_operations`: each stack's last history entry (the newest history record, read by
+  the store; ``pulumi stack history`` for other backends); :func:`stacks_tagged`: the names of
   the stacks with a tag.
 """
 
@@ -35,6 +36,7 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.state.locks import locked
+from reconciler.engine.state.stacks import last_update
 from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import PROJECT
 
@@ -218,10 +220,16 @@ def _stack_cli(engine: EngineContext, stack: str, *args: str) -> str | None:
 
 
 def last_operations(engine: EngineContext, infos: Sequence[StackInfo]) -> dict[str, str]:
-    """``pulumi stack history --json --page-size 1`` of each stack (its stdout, "" when it
-    failed), eight at a time; keyed by stack name. Nothing is decrypted."""
+    """Each stack's newest history entry as ``pulumi stack history --json --page-size 1``
+    prints it ("" when that failed), keyed by stack name: on a DIY backend, the record read by
+    the store (:func:`_stored_history`); else, or for a record the store does not read, that
+    command, eight at a time. Nothing is decrypted."""
+    store = engine.store
 
     def history(info: StackInfo) -> str:
+        stored = _stored_history(store, info.stack) if store is not None else None
+        if stored is not None:
+            return stored
         args = ("history", "--json", "--page-size", "1")
         return _stack_cli(engine, info.qualified or info.stack, *args) or ""
 
@@ -229,6 +237,19 @@ def last_operations(engine: EngineContext, infos: Sequence[StackInfo]) -> dict[s
         return {
             info.stack: text for info, text in zip(infos, pool.map(history, infos), strict=True)
         }
+
+
+def _stored_history(store: StateStore, stack: str) -> str | None:
+    """``[<the newest history record>]`` of ``stack`` (the fields ``pulumi stack history --json``
+    prints, times as Unix seconds), ``[]`` without one; None when the store cannot read it (a
+    format it does not know, the backend failing): the CLI is asked instead."""
+    try:
+        record = last_update(store, stack)
+        if record is not None:
+            return json.dumps([record])
+        return None if store.bucket.list(store.history_prefix(stack)) else "[]"
+    except BucketError:
+        return None
 
 
 def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | None:

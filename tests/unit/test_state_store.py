@@ -21,7 +21,7 @@ from reconciler.engine.state.bucket import STAGING, FileBucket, key_prefix, reda
 from reconciler.engine.state.lock_plan import parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
 from reconciler.engine.state.s3 import S3Bucket
-from reconciler.engine.state.stacks import remove_stack
+from reconciler.engine.state.stacks import history_time, remove_stack
 from reconciler.engine.state.store import (
     BucketError,
     StateStore,
@@ -360,3 +360,22 @@ def test_stack_names_are_the_checkpoints_the_cli_lists(tmp_path: Path) -> None:
     (tmp_path / ".pulumi" / "stacks" / "other-project").mkdir()
     (tmp_path / ".pulumi" / "stacks" / "other-project" / "theirs.json").write_text("{}")
     assert store.stack_names() == ["cache", "db", "web"]
+
+
+@pytest.mark.parametrize(
+    ("key", "stamp"),
+    [
+        (
+            ".pulumi/history/p/prod.default.web/prod.default.web-1795774673672377027.history.json",
+            1795774673672377027,
+        ),
+        ("h/prod.default.web/prod.default.web-17.checkpoint.json", 17),
+        ("h/s/s-42.history.json.gz", 42),
+        ("h/s-a/s-a-43.history.json.zst", 43),
+        ("h/s/s.history.json", 0),  # no time: oldest
+    ],
+)
+def test_the_time_in_a_history_object_s_name(key: str, stamp: int) -> None:
+    """Stack names have dots (``<cluster>.<namespace>.<name>``) and dashes: the time is the
+    digits before ``.history.json`` or ``.checkpoint.json``."""
+    assert history_time(key) == stamp

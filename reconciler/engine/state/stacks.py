@@ -13,6 +13,7 @@ import getpass
 import gzip
 import json
 import os
+import re
 import socket
 import time
 import uuid
@@ -42,6 +43,9 @@ __all__ = [
     "remove_stack",
     "remove_stack_objects",
 ]
+
+# the end of a history object's name: <stack>-<time>.history.json[.gz|.zst] (or .checkpoint...)
+_STAMPED = re.compile(r"-(?P<time>\d+)\.(?:history|checkpoint)\.json(?:\.gz|\.zst)?$")
 
 
 def _lock_content() -> dict[str, Any]:
@@ -102,12 +106,10 @@ def last_update(store: StateStore, stack: str) -> dict[str, Any] | None:
 
 
 def history_time(key: str) -> int:
-    """The time (Unix nanoseconds) in a history object's name ``<stack>-<time>.history...``."""
-    stem = key.rsplit("/", 1)[-1].split(".", 1)[0]
-    try:
-        return int(stem.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return 0
+    """The time (Unix nanoseconds) in a history object's name ``<stack>-<time>.history...``
+    (or ``.checkpoint...``); 0 when it has none. Stack names have dots and dashes."""
+    found = _STAMPED.search(key)
+    return int(found["time"]) if found else 0
 
 
 def record_update(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from reconciler.cli.main import main
+from reconciler.engine import listing
 from reconciler.engine.errors import InterruptedOperationError
 from reconciler.engine.stack import Engine
 from tests.builders import stored_service
@@ -32,7 +33,10 @@ def stacks(env: Env, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[i
 
 
 def test_stacks_shows_lb_ip_last_operation_and_flags(
-    env: Env, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    env: Env,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    starts: list[str],
 ) -> None:
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)  # not needed to list
     monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
@@ -54,8 +58,12 @@ def test_stacks_shows_lb_ip_last_operation_and_flags(
             stopping.stack(service=spec_for(idle, config).service).ensure(spec_for(idle, config))
         fip, lb_id = ensured.outputs["floating_ip"], ensured.outputs["lb_id"]
 
+        starts.clear()
         code, out, _ = stacks(env, capsys, "--output", "json")
         assert code == 0
+        # the stacks, their tags and checkpoints and each one's newest history record, read from
+        # the backend by the store: no `pulumi stack ls`, no `pulumi stack history` per stack
+        assert starts == []
         rows = {r["service"]: r for r in json.loads(out)}
         assert set(rows) == {"default/web", "default/idle"}
         assert rows["default/web"]["lbId"] == lb_id
@@ -78,6 +86,14 @@ def test_stacks_shows_lb_ip_last_operation_and_flags(
 
         code, out, _ = stacks(env, capsys, "--namespace", "default")
         assert code == 0
+        # a newest history record the store does not read: that stack's from the CLI, the same
+        # (the pending stack has none: nothing to ask)
+        as_read = stacks(env, capsys, "--output", "json")
+        with monkeypatch.context() as m:
+            m.setattr(listing, "last_update", lambda _store, _stack: None)
+            starts.clear()
+            assert stacks(env, capsys, "--output", "json")[:2] == as_read[:2]
+            assert starts == ["stack history"]
         lines = out.splitlines()
         assert lines[0].split() == [
             "SERVICE", "LB", "ID", "EXTERNAL-IP", "LAST", "UPDATE", "RESULT", "FLAGS", "STACK"
