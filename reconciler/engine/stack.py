@@ -318,7 +318,7 @@ class ServiceStack(StackHandle):
                 steps.append(step_from_event(pre.metadata))
 
         try:
-            tags = stack.list_tags() if existed else self.wanted_tags()
+            tags = self.tags_of(stack).read() if existed else self.wanted_tags()
             wanted = stack_spec(spec, tags=tags)
             spec = wanted.spec
             pending = recover_pending(

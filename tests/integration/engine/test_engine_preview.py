@@ -95,7 +95,9 @@ def test_preview_of_a_new_service_leaves_nothing_behind(env: Env) -> None:
     assert env.cloud.lbs() == []
 
 
-def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env) -> None:
+def test_preview_of_an_existing_stack_changes_neither_config_nor_state(
+    env: Env, starts: list[str]
+) -> None:
     config = env.config()
     spec = spec_for(stored_service("kept"), config)
     engine = env.engine(config)
@@ -110,7 +112,9 @@ def test_preview_of_an_existing_stack_changes_neither_config_nor_state(env: Env)
         limited = spec_for(
             stored_service("kept", annotations={A + "connection-limit": "10"}), config
         )
+        starts.clear()
         outcome = stack.preview(limited)
+        assert starts == ["preview"]  # the tags read by the store, not `pulumi stack tag ls`
         (step,) = outcome.steps
         assert (step.name, step.op) == ("listener-tcp-80", "update")
         assert step.changes == (PropertyChange("connectionLimit", "update", -1, 10),)
