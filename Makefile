@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# pytest-xdist workers for make test: the suite mostly waits (on pulumi, the emulator's
-# provisioning, leases), so twice the cores of a 2-core machine; docs/testing.md has the figures
-TEST_WORKERS ?= 4
+# pytest-xdist workers for make test: on 2 cores, four left the machine idle for a fifth of the
+# run (while three of them waited on leases, Octavia-like delays, backoff); five keep it busy
+# (15 min 30 s against 14 min 7 s in the same order): docs/testing.md has the figures
+TEST_WORKERS ?= 5
 # a random order each run (pytest-randomly), its seed on the command line make prints, so a
 # failure's order can be repeated: TEST_SEED=N make test; TEST_SEED=none runs in file order
 TEST_SEED ?=
