@@ -121,10 +121,10 @@ def _read_listings(store: StateStore, names: Sequence[str]) -> list[StackListing
     unread = object()
 
     def read(name: str) -> StackListing | object | None:
-        if store.checkpoint_key(name) is None:
-            return None  # removed meanwhile
         checkpoint = store.read_checkpoint(name)
-        return unread if checkpoint is None else listing_of(name, checkpoint.deployment)
+        if checkpoint is not None:
+            return listing_of(name, checkpoint.deployment)
+        return None if store.checkpoint_key(name) is None else unread  # None: removed meanwhile
 
     with ThreadPoolExecutor(max_workers=CLI_TAG_WORKERS) as pool:
         found = list(pool.map(read, names))
