@@ -5,6 +5,8 @@ list (``tests/unit/test_architecture.py`` checks it, and that no module import l
 
 * :mod:`stacks.vocabulary` (beside this package): the logical names, type tokens, config keys
   and URNs the program, the engine and the CLI spell alike. Imports nothing of the project.
+* :mod:`reconciler.toolchain`: the pinned ``pulumi`` and OpenStack plugin, found and checked.
+  Imports nothing of the project.
 * :mod:`reconciler.config`: OCCM's ``cloud.conf`` and the controller's settings. Pure.
 * :mod:`reconciler.model`: Service + Nodes + config -> ``LoadBalancerSpec``, predicates. Pure.
 * :mod:`stacks` (beside this package): the Pulumi program, ``LoadBalancerSpec`` -> resources.
@@ -14,7 +16,8 @@ list (``tests/unit/test_architecture.py`` checks it, and that no module import l
   Events, housekeeping, the Lease, health and metrics; ``lb-reconciler run``.
 * :mod:`reconciler.cli`: the ``lb-reconciler`` command, its subcommands and their reports
   (:mod:`reconciler.cli.terminal` imports nothing of the project; the demo prints with it).
-* :mod:`reconciler.local`: the local control plane, its PKI, the toolchain, the demo.
+* :mod:`reconciler.local`: the demo's and the tests' tools, the local control plane, its PKI,
+  the demo.
 
 docs/architecture.md walks one Service through them.
 """

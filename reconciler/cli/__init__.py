@@ -3,6 +3,7 @@
 * :mod:`.main`: the parser and dispatch (``lb-reconciler``, ``python -m reconciler.cli``);
 * :mod:`.common`: what the user-facing subcommands share (backend flags, cloud.conf, exit codes);
 * :mod:`.terminal`: progress and colour on the terminal;
+* :mod:`.version`: ``--version`` (the commit, the ``pulumi`` and plugin versions it needs);
 * ``run``: :mod:`.run` (the controller's flags; the controller is :mod:`reconciler.controller`);
 * ``preview``: :mod:`.preview` (the command), :mod:`.manifests` and :mod:`.preview_plan` (which
   Services, from manifest files; pure), :mod:`.preview_report` (pure);

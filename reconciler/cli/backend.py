@@ -16,7 +16,7 @@ from pathlib import Path
 
 from reconciler.cli.common import EXIT_OK, CommandError
 from reconciler.local.backends import KINDS, BackendServerError, start_server
-from reconciler.local.toolchain import ToolchainError
+from reconciler.toolchain import ToolchainError
 
 __all__ = ["register"]
 

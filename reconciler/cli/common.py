@@ -283,7 +283,7 @@ def open_engine(
     cluster's identity (:func:`cluster_id`), recorded on the stacks it makes and tagged on
     their load balancers, as the controller does."""
     from reconciler.engine.stack import Engine, EngineSettings
-    from reconciler.local.toolchain import ToolchainError, find_toolchain
+    from reconciler.toolchain import ToolchainError, find_runtime
 
     passphrase = os.environ.get("PULUMI_CONFIG_PASSPHRASE")
     if passphrase is None and decrypts:
@@ -293,7 +293,7 @@ def open_engine(
         )
     config = config if config is not None else load_cloud_config(args.cloud_config)
     try:
-        toolchain = find_toolchain()
+        toolchain = find_runtime()
     except ToolchainError as exc:
         raise CommandError(f"toolchain: {exc}") from None
     settings = EngineSettings(

@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from importlib.metadata import version
 
 from reconciler.cli.common import (
     CommandError,
 )
+from reconciler.cli.version import VersionAction
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.demo import Demo, run_flow, stop_process
@@ -135,7 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lb-reconciler",
         description="Kubernetes Services of type LoadBalancer on OpenStack, one Pulumi stack each.",
     )
-    parser.add_argument("--version", action="version", version=version("lb-reconciler"))
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the version, its commit and the pulumi and plugin versions it needs",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(

@@ -25,5 +25,5 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`reconciler.engine` (only
 :mod:`.runner` builds an :class:`~reconciler.engine.stack.Engine`; the rest sees it through
-:mod:`.backend`), :mod:`reconciler.local.toolchain`. Never the CLI.
+:mod:`.backend`), :mod:`reconciler.toolchain`. Never the CLI.
 """

@@ -55,6 +55,7 @@ from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.engine.state.store import DEFAULT_TIMEOUT
+from reconciler.toolchain import ToolchainError, find_runtime
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
@@ -184,13 +185,12 @@ def pulumi_engine(
     backend_timeout: float = DEFAULT_TIMEOUT,
 ) -> Engine:
     from reconciler.engine.stack import Engine, EngineSettings
-    from reconciler.local.toolchain import find_toolchain
 
     settings = EngineSettings(
         cluster_name=cluster_name,
         state_dir=state_dir,
         auth=config.auth,
-        toolchain=find_toolchain(),
+        toolchain=find_runtime(),
         backend_url=backend_url,
         passphrase=Secret(os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")),
         cluster_id=cluster_id,
@@ -223,18 +223,23 @@ def run(
     identity = options.identity or default_identity()
     leadership = Leadership(elect=options.leader_elect)
     if engine is None:
-        core = pulumi_engine(
-            config=config,
-            cluster_name=options.cluster_name,
-            state_dir=options.state_dir,
-            backend_url=options.backend_url,
-            cluster_id=cluster_identity(kube),
-            leading=leadership,
-            writer=f"lb-reconciler run, replica {identity}",
-            keep_history=options.keep_history,
-            foreign_lock_timeout=options.foreign_lock_timeout,
-            backend_timeout=backend_timeout(options),
-        )
+        try:
+            core = pulumi_engine(
+                config=config,
+                cluster_name=options.cluster_name,
+                state_dir=options.state_dir,
+                backend_url=options.backend_url,
+                cluster_id=cluster_identity(kube),
+                leading=leadership,
+                writer=f"lb-reconciler run, replica {identity}",
+                keep_history=options.keep_history,
+                foreign_lock_timeout=options.foreign_lock_timeout,
+                backend_timeout=backend_timeout(options),
+            )
+        except ToolchainError as exc:  # the image or the machine lacks the right pulumi or plugin
+            _log.error("cannot run: %s", exc)
+            kube.close()
+            return EXIT_CONFIG
         failed = cloud_login(core)
         if failed is not None:
             kube.close()

@@ -47,7 +47,7 @@ and four sub-packages, each a subject of its own (their docstrings name their mo
   ``DELETE``), and the cloud-side deletes and repairs it needs.
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.model`, :mod:`stacks` (the names the
-program declares are :mod:`stacks.vocabulary`'s), :mod:`reconciler.local.toolchain` (to find
+program declares are :mod:`stacks.vocabulary`'s), :mod:`reconciler.toolchain` (to find
 ``pulumi``). Never the controller or the CLI. Nothing is re-exported here, so importing
 :mod:`.errors` or :mod:`.results` does not load Pulumi, nor does any pure module
 (``tests/unit/test_architecture.py``).

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pulumi import automation as auto
 
 from reconciler.engine.state.store import cli_settings
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 
 __all__ = [
     "CLI_GOGC",

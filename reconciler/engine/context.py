@@ -59,7 +59,7 @@ from reconciler.engine.state.store import (
     StateStore,
     open_state_store,
 )
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 
 __all__ = ["EngineContext", "EngineSettings", "Term"]

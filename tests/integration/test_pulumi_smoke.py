@@ -16,7 +16,7 @@ import pulumi_openstack as openstack
 import pytest
 from pulumi import automation as auto
 
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.local.backends import BackendServer, start_server
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from tests.backends import Backend
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast

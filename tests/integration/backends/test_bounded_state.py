@@ -21,7 +21,7 @@ import pytest
 from reconciler.engine.state.retention import retention_bound
 from reconciler.engine.state.stacks import prune, remove_leftovers
 from reconciler.engine.state.store import StateStore
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers
 

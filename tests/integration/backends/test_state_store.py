@@ -39,7 +39,7 @@ from reconciler.engine.state.store import (
     cli_settings,
     open_state_store,
 )
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from stacks.vocabulary import PROJECT
 from tests.backends import Backend, BackendServers
 

@@ -30,7 +30,7 @@ from pulumi import automation as auto
 
 from emulator.server import EmulatorHandle
 from emulator.timing import CLOUDLIKE, INSTANT, TimingProfile
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from tests.emulated import running_emulator
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast

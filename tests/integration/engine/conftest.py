@@ -27,8 +27,8 @@ from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.engine.stack import Engine, EngineSettings, ServiceStack
 from reconciler.local.plane import LocalControlPlane
-from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec, build_spec
+from reconciler.toolchain import Toolchain
 from tests import occm
 from tests.backends import Backend
 from tests.builders import make_node, stored_service

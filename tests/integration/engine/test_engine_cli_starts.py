@@ -25,8 +25,8 @@ from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.stack_spec import create_only_tags
 from reconciler.engine.state.passphrase import PassphraseKey
 from reconciler.engine.state.store import StateStore
-from reconciler.local.toolchain import REPO_ROOT
 from reconciler.model import LoadBalancerSpec
+from reconciler.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, PASSPHRASE, Env, owner_and_joiner, spec_for
 

@@ -26,9 +26,9 @@ from reconciler.engine.recovery import alive, children_running, descendants, sta
 from reconciler.engine.stack import ServiceStack
 from reconciler.engine.state.bucket import FileBucket
 from reconciler.engine.state.store import BucketError, StateStore
-from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.annotations import CONNECTION_LIMIT
+from reconciler.toolchain import Toolchain
 from tests.backends import Backend
 from tests.builders import stored_service
 from tests.emulated import connect, wait_until

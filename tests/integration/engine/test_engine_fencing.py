@@ -26,7 +26,7 @@ from reconciler.engine.errors import EngineError, NotLeaderError, StackLockedErr
 from reconciler.engine.processes import children_running, descendants, start_time
 from reconciler.engine.stack import Engine
 from reconciler.engine.state.locks import Cleared
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from tests.builders import stored_service
 from tests.emulated import wait_until
 from tests.integration.engine.conftest import Env, env_of_its_own, only, spec_for

@@ -20,7 +20,7 @@ from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
 from reconciler.engine.state.bucket import FileBucket
 from reconciler.engine.state.store import StateStore, open_state_store
-from reconciler.local.toolchain import REPO_ROOT
+from reconciler.toolchain import REPO_ROOT
 from tests.builders import stored_service
 from tests.integration.engine.conftest import CLUSTER, Env, spec_for
 

@@ -40,9 +40,9 @@ from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.openstack.client import OpenStackRest
 from reconciler.engine.stack import Engine, ServiceStack
-from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.naming import services_tagged
+from reconciler.toolchain import Toolchain
 from tests.builders import stored_service
 from tests.emulated import EmulatorAdmin, connect, wait_until
 from tests.integration.engine.conftest import Env, only, spec_for

@@ -19,8 +19,8 @@ import pytest
 from pulumi import automation as auto
 
 from reconciler.engine.provider_config import provider_config
-from reconciler.local.toolchain import Toolchain
 from reconciler.model import LoadBalancerSpec
+from reconciler.toolchain import Toolchain
 from stacks import lookups
 from stacks.vocabulary import INVALID_SPEC_MARKER
 from tests.builders import stored_service

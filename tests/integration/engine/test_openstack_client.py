@@ -18,7 +18,7 @@ from reconciler.cli.main import main
 from reconciler.config import AuthConfig, parse_cloud_conf
 from reconciler.engine.openstack.client import LoginError, OpenStackRest, OpenStackRestError
 from reconciler.local.pki import PkiFiles, write_pki
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 from stacks.vocabulary import FIP_TYPE, LISTENER_TYPE
 from tests.emulated import EmulatorAdmin, connect, running_emulator, wait_until
 

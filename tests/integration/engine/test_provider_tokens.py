@@ -21,7 +21,7 @@ from pathlib import Path
 import pulumi
 import pulumi_openstack
 
-from reconciler.local.toolchain import Toolchain
+from reconciler.toolchain import Toolchain
 
 STACKS = Path(__file__).resolve().parents[3] / "stacks"
 _TOKEN = re.compile(r"['\"](openstack:[A-Za-z0-9_/]+:[A-Za-z0-9_]+)['\"]")
