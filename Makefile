@@ -18,7 +18,7 @@ ORDER := $(if $(filter none,$(TEST_SEED)),-p no:randomly,-p randomly --randomly-
 PYTEST_ARGS ?=
 PYTEST := $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(ORDER) $(PYTEST_ARGS)
 
-.PHONY: help venv tools tools-test tools-path demo test test-fast test-unit lint format clean
+.PHONY: help venv tools tools-test tools-path demo image lock test test-fast test-unit lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,7 +43,14 @@ tools-path: ## print the folder holding the built tools (use with make -s)
 demo: $(STAMP) tools ## run the local demo (emulated OpenStack, local kube-apiserver)
 	$(BIN)/lb-reconciler demo
 
-test: $(STAMP) tools-test ## run every test (unit, integration, e2e) on TEST_WORKERS workers, in a random order
+image: $(STAMP) ## build the container image with podman: localhost/lb-reconciler:<version> and :dev
+	@bash image/build.sh
+
+lock: $(STAMP) ## pin the image's Python dependencies, with hashes, in image/requirements.txt
+	$(BIN)/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 \
+	  --no-header --quiet -o image/requirements.txt
+
+test: $(STAMP) tools-test image ## run every test (unit, integration, e2e, the image) on TEST_WORKERS workers, in a random order
 	$(PYTEST)
 
 test-fast: $(STAMP) tools-test ## the edit loop: every test not marked slow that needs no kube-apiserver

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the container image (the Containerfile at the top of the repository) with podman (or
+# docker: CONTAINER=docker) and tags it localhost/lb-reconciler:<version> and :dev.
+#
+# The build context is made in build/image/:
+#   bin/     pulumi and pulumi-resource-openstack, from tools/build.sh (built from Go modules)
+#   wheels/  this tree's wheel (tracked and untracked files, not ignored ones) and the
+#            dependencies pinned with hashes in image/requirements.txt, downloaded on this
+#            machine (the build itself reaches no network: no registry, no index)
+#
+# Usage:
+#   image/build.sh           build; print the tags and the size
+#   image/build.sh --help
+#
+# Environment:
+#   CONTAINER   podman (default) or docker
+#   BASE        the base image (default localhost/debian:bookworm-minbase, which
+#               image/debian-base.sh makes from Debian packages when it is missing; elsewhere
+#               e.g. BASE=docker.io/library/python:3.11-slim)
+#   IMAGE       the repository to tag (default localhost/lb-reconciler)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "image/build.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+esac
+
+container=${CONTAINER:-podman}
+base=${BASE:-localhost/debian:bookworm-minbase}
+image=${IMAGE:-localhost/lb-reconciler}
+python=${PYTHON:-$root/.venv/bin/python}
+[ -x "$python" ] || python=python3
+log() { printf '[image] %s\n' "$*" >&2; }
+die() { printf '[image] error: %s\n' "$*" >&2; exit 1; }
+command -v "$container" >/dev/null ||
+  die "$container is not installed (Debian: apt-get install podman runc; or CONTAINER=docker)"
+
+flags=(--network host)
+if [ "$container" = podman ]; then
+  read -r -a more < <(bash "$here/podman-flags.sh")
+  flags+=("${more[@]}")
+fi
+
+start=$SECONDS
+if [ "$base" = localhost/debian:bookworm-minbase ] && ! "$container" image exists "$base" 2>/dev/null; then
+  CONTAINER=$container bash "$here/debian-base.sh"
+fi
+
+ctx=$root/build/image
+rm -rf "$ctx" && mkdir -p "$ctx/bin" "$ctx/wheels" "$ctx/src" "$ctx/image"
+tools=$(bash "$root/tools/build.sh" --path)
+cp -L "$tools/pulumi" "$tools/pulumi-resource-openstack" "$ctx/bin/"
+cp "$here/requirements.txt" "$ctx/image/"
+(cd "$root" && git ls-files -z -co --exclude-standard -- pyproject.toml README.md reconciler stacks emulator |
+  tar --null -T - -c) | tar -C "$ctx/src" -x
+pyver=$("$container" run --rm "${flags[@]}" --entrypoint python3 "$base" -c \
+  'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null) ||
+  die "cannot run python3 in $base"
+log "wheels for Python $pyver (the base's) from image/requirements.txt"
+"$python" -m pip download -q --disable-pip-version-check --require-hashes --only-binary=:all: \
+  --python-version "$pyver" --no-deps -d "$ctx/wheels" -r "$here/requirements.txt"
+"$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$ctx/wheels" "$ctx/src"
+rm -rf "$ctx/src"
+
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml")
+revision=$(git -C "$root" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+source_url=$(git -C "$root" remote get-url origin 2>/dev/null || true)
+log "building $image:$version ($revision) on $base"
+"$container" build "${flags[@]}" -f "$root/Containerfile" \
+  --build-arg "BASE=$base" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
+  --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --build-arg "SOURCE=$source_url" \
+  -t "$image:$version" -t "$image:dev" "$ctx" >&2
+size=$("$container" image inspect --format '{{.Size}}' "$image:$version")
+log "built $image:$version and $image:dev in $((SECONDS - start))s: $((size / 1000000)) MB"
