@@ -18,7 +18,7 @@ ORDER := $(if $(filter none,$(TEST_SEED)),-p no:randomly,-p randomly --randomly-
 PYTEST_ARGS ?=
 PYTEST := $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(ORDER) $(PYTEST_ARGS)
 
-.PHONY: help venv tools tools-test tools-path demo image lock test test-fast test-unit lint format clean
+.PHONY: help venv tools tools-test tools-path demo image lock manifests test test-fast test-unit lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,8 +34,8 @@ venv: $(STAMP) ## create .venv with the package and dev tools
 tools: ## build (or reuse) pulumi, the OpenStack plugin, etcd, kube-apiserver, kubectl
 	@bash tools/build.sh
 
-tools-test: ## the same, and MinIO (the s3:// backend's tests)
-	@bash tools/build.sh --with-minio
+tools-test: ## the same, MinIO (the s3:// backend's tests) and helm (the chart's tests)
+	@bash tools/build.sh --with-minio --with-helm
 
 tools-path: ## print the folder holding the built tools (use with make -s)
 	@bash tools/build.sh --path
@@ -45,6 +45,9 @@ demo: $(STAMP) tools ## run the local demo (emulated OpenStack, local kube-apise
 
 image: $(STAMP) ## build the container image with podman: localhost/lb-reconciler:<version> and :dev
 	@bash image/build.sh
+
+manifests: tools-test ## render deploy/ from the Helm chart (charts/lb-reconciler)
+	@HELM="$$(bash tools/build.sh --with-minio --with-helm --path)/helm" bash deploy/render.sh
 
 lock: $(STAMP) ## pin the image's Python dependencies, with hashes, in image/requirements.txt
 	$(BIN)/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 \

@@ -19,7 +19,7 @@ import pytest
 
 from reconciler.engine.cli import CLI_GOGC, CLI_GOMAXPROCS
 from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
-from reconciler.local.toolchain import WITH_MINIO, Toolchain, find_toolchain
+from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -110,9 +110,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture(scope="session")
 def toolchain() -> Iterator[Toolchain]:
-    """The built toolchain with MinIO (the s3:// backend's tests), first on PATH for this test
+    """The built toolchain with MinIO (the s3:// backend's tests) and helm, first on PATH for this test
     session (pulumi children find it)."""
-    tc = find_toolchain(tools=WITH_MINIO)
+    tc = find_toolchain(tools=TEST_TOOLS)
     saved = {
         k: os.environ.get(k)
         for k in ("PATH", "PULUMI_SKIP_UPDATE_CHECK", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION")

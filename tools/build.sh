@@ -7,6 +7,8 @@
 #   kube-apiserver, kubectl    for the local control plane (tools/kube)
 #   minio                      an S3-compatible server for the s3:// state backend's tests
 #                              (tools/minio; only with --with-minio)
+#   helm                       the chart's tests: lint, template, install, upgrade, uninstall
+#                              (tools/helm; only with --with-helm)
 #
 # Each tool is cached under $LBR_TOOLS_CACHE/<tool>-<version>-<hash of its Go module>/ so a change
 # to one tool rebuilds only that tool, and a warm run costs seconds. A matching binary already on
@@ -15,9 +17,10 @@
 # Usage:
 #   tools/build.sh            build what is missing, install the plugin, print nothing but progress
 #   tools/build.sh --path     the same, then print the folder holding the binaries (stdout only)
-#   tools/build.sh --with-minio [--path]
+#   tools/build.sh --with-minio [--with-helm] [--path]
 #                             MinIO too (the tests' s3:// backend; ten minutes more when cold);
-#                             the folder printed then holds every tool above
+#                             helm too (the chart's tests; two minutes more when cold);
+#                             the folder printed then holds every tool asked for
 #   tools/build.sh --help
 #
 # Environment:
@@ -34,17 +37,20 @@ KUBE_VERSION=1.36.3
 # (pins above are part of every tool's cache key; pins below only of their own tool's)
 MINIO_COMMIT=7aac2a2c5b7c       # = the pseudo-version in tools/minio/go.mod (no semver tags exist)
 MINIO_DATE=2026-02-12T20:18:48Z # its commit time, which MinIO reports as its version
+HELM_VERSION=3.22.0             # = the helm.sh/helm/v3 version in tools/helm/go.mod
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${LBR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lb-reconciler/tools}
 print_path=0
 with_minio=0
+with_helm=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
   case "$arg" in
     --path) print_path=1 ;;
     --with-minio) with_minio=1 ;;
+    --with-helm) with_helm=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
@@ -196,6 +202,21 @@ build_minio() {
   echo "$d/bin/minio"
 }
 
+build_helm() {
+  local p
+  if p=$(ambient helm "v$HELM_VERSION" helm version --short); then echo "$p"; return; fi
+  local d="$cache/helm-$HELM_VERSION-$(key "$here/helm")"
+  if [ ! -x "$d/bin/helm" ]; then
+    log "building helm v$HELM_VERSION (cold: two minutes or more)"
+    begin "$d"
+    (cd "$here/helm" && timed "helm" go build -trimpath \
+      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" \
+      -o "$d.tmp/bin/helm" helm.sh/helm/v3/cmd/helm)
+    commit "$d"
+  fi
+  echo "$d/bin/helm"
+}
+
 mkdir -p "$cache"
 start=$SECONDS
 bins=()
@@ -204,6 +225,7 @@ bins+=("$(build_openstack)")
 bins+=("$(build_etcd)")
 while read -r b; do bins+=("$b"); done < <(build_kube)
 if [ "$with_minio" = 1 ]; then bins+=("$(build_minio)"); fi
+if [ "$with_helm" = 1 ]; then bins+=("$(build_helm)"); fi
 
 # One folder to put on PATH: links to each tool, keyed by what they are.
 binkey=$(printf '%s\n' "${bins[@]}" | sha256sum | cut -c1-12)

@@ -469,6 +469,7 @@ def test_deploy_holds_the_two_installs_and_nothing_else() -> None:
         "deployment.yaml",
         "file-backend/deployment.yaml",
         "file-backend/pvc.yaml",
+        "pdb.yaml",
         "rbac.yaml",
         "state-secret.example.yaml",
     ]
@@ -481,6 +482,7 @@ def test_deploy_holds_the_two_installs_and_nothing_else() -> None:
             DEPLOY,
             [
                 "deployment.apps/lb-reconciler",
+                "poddisruptionbudget.policy/lb-reconciler",
                 "secret/lb-reconciler-cloud-config",
                 "secret/lb-reconciler-state",
                 "clusterrole.rbac.authorization.k8s.io/lb-reconciler",
@@ -635,5 +637,7 @@ def test_the_file_backend_variant_is_one_pod_on_a_read_write_once_volume() -> No
     volumes = {v["name"]: v for v in pod["volumes"]}
     claim = volumes["state"]["persistentVolumeClaim"]["claimName"]
     pvc = yaml.safe_load((DEPLOY / "file-backend/pvc.yaml").read_text())
-    assert pvc["metadata"] == {"name": claim, "namespace": NAMESPACE}
+    assert (pvc["metadata"]["name"], pvc["metadata"]["namespace"]) == (claim, NAMESPACE)
+    # the only record of the load balancers: helm uninstall keeps it
+    assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
     assert pvc["spec"]["accessModes"] == ["ReadWriteOnce"]
