@@ -110,8 +110,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture(scope="session")
 def toolchain() -> Iterator[Toolchain]:
-    """The built toolchain with MinIO (the s3:// backend's tests) and helm, first on PATH for this test
-    session (pulumi children find it)."""
+    """The built toolchain with MinIO (the s3:// backend's tests) and helm, first on PATH for
+    this test session (pulumi children find it)."""
     tc = find_toolchain(tools=TEST_TOOLS)
     saved = {
         k: os.environ.get(k)
