@@ -8,6 +8,8 @@
 * ``preview``: :mod:`.preview` (the command), :mod:`.manifests` and :mod:`.preview_plan` (which
   Services, from manifest files; pure), :mod:`.preview_report` (pure);
 * ``adopt``: :mod:`.adopt` (the command), :mod:`.adopt_report` (pure);
+* ``preflight``: :mod:`.preflight` (the command, adopt's dry run writing nothing),
+  :mod:`.preflight_plan` (the verdicts; pure);
 * ``stacks``: :mod:`.stacks` (the command), :mod:`.stacks_report` (pure);
 * ``sweep``: :mod:`.sweep` (the command), :mod:`.sweep_plan` (what is orphaned; pure);
 * ``backend serve``: :mod:`.backend` (a local PostgreSQL or S3 state backend).

@@ -46,7 +46,7 @@ from reconciler.model import build_spec, wants_load_balancer
 from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
 
-__all__ = ["register"]
+__all__ = ["AdoptRun", "adopt_one", "register", "services_to_examine"]
 
 HELP = """\
 Adopt the load balancers of openstack-cloud-controller-manager (OCCM): for each Service of type
@@ -108,7 +108,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 @dataclass(frozen=True)
-class _Run:
+class AdoptRun:
+    """What examining one Service needs: ``engine`` reads the controller's backend (and
+    ``--apply`` writes it); the import's preview runs on ``preview_engine`` (None: ``engine``),
+    which ``preflight`` points at a throw-away backend so that nothing is written."""
+
     engine: Engine
     rest: OpenStackRest
     config: CloudConfig
@@ -118,6 +122,7 @@ class _Run:
     apply: bool
     allow_updates: bool
     cluster_id: str = ""  # the kube-system namespace's UID, "" when it could not be read
+    preview_engine: Engine | None = None
 
 
 def _key(service: Mapping[str, Any]) -> str:
@@ -125,7 +130,7 @@ def _key(service: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
-def _services(
+def services_to_examine(
     args: argparse.Namespace, settings: ControllerSettings
 ) -> tuple[list[dict[str, Any]], list[ServiceResult]]:
     """The Services to look at, and a result for each named one that cannot be."""
@@ -170,13 +175,13 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     identity = cluster_id(args)
     engine = open_engine(args, config, cluster_id=identity)
     with progress("listing Services, Nodes and stacks"):
-        services, results = _services(args, settings)
+        services, results = services_to_examine(args, settings)
         nodes = list_cluster(args, "/api/v1/nodes") if services else []
         try:
             stacks = {info.key: info for info in engine.stacks()}
         except EngineError as exc:
             raise CommandError(str(exc)) from None
-    run = _Run(
+    run = AdoptRun(
         engine,
         logged_in(engine) if services else engine.rest(),
         config,
@@ -188,7 +193,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         cluster_id=identity,
     )
     for svc in services:
-        results.append(_adopt_one(run, svc))
+        results.append(adopt_one(run, svc))
     results.sort(key=lambda r: r.service)
     out: Any = sys.stdout
     if args.output == "json":
@@ -198,7 +203,8 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     return exit_code(results, apply=args.apply)
 
 
-def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
+def adopt_one(run: AdoptRun, svc: Mapping[str, Any]) -> ServiceResult:
+    """What adopting the Service would do (and, with ``run.apply``, does)."""
     key = _key(svc)
     built = build_spec(
         service=svc, nodes=run.nodes, config=run.config, cluster_name=run.settings.cluster_name
@@ -232,8 +238,9 @@ def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
         result.status = "refused"
         return result
     try:
+        previewed = run.preview_engine.stack(service=spec.service) if run.preview_engine else stack
         with progress(f"{key}: previewing the import"):
-            outcome = stack.preview(plan.spec, imports=plan.imports)
+            outcome = previewed.preview(plan.spec, imports=plan.imports)
     except EngineError as exc:
         result.status, result.problems = "refused", [f"the preview failed: {exc}"]
         return result
@@ -254,7 +261,7 @@ def _adopt_one(run: _Run, svc: Mapping[str, Any]) -> ServiceResult:
     return result
 
 
-def _managed(run: _Run, key: str, stack: ServiceStack, result: ServiceResult) -> bool:
+def _managed(run: AdoptRun, key: str, stack: ServiceStack, result: ServiceResult) -> bool:
     """Whether a stack already holds the Service (then there is nothing to adopt)."""
     info = run.stacks.get(key)
     if info is None:

@@ -225,7 +225,7 @@ def cluster_id(args: argparse.Namespace) -> str:
     cluster_identity`: the kube-system namespace's UID, OCCM's ``kube_cluster_id_`` tag) with
     ``--kubeconfig``; "" when it cannot be read (then no load balancer carrying an identity tag
     is proven this cluster's: said on stderr)."""
-    from reconciler.controller.runner import read_cluster_identity
+    from reconciler.controller.startup import read_cluster_identity
 
     kube = _kube(args)
     try:

@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the user's side: each command's module adds its own parser
     from reconciler.cli import adopt as cmd_adopt
     from reconciler.cli import backend as cmd_backend
+    from reconciler.cli import preflight as cmd_preflight
     from reconciler.cli import preview as cmd_preview
     from reconciler.cli import run as cmd_run
     from reconciler.cli import stacks as cmd_stacks
@@ -175,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_stacks.register(sub)
     cmd_sweep.register(sub)
     cmd_adopt.register(sub)
+    cmd_preflight.register(sub)
     cmd_preview.register(sub)
     cmd_backend.register(sub)
     return parser

@@ -111,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ),
         keep_history=args.keep_history,
         foreign_lock_timeout=args.foreign_lock_timeout or None,
+        check_cluster_name=not args.skip_cluster_name_check,
     )
     return run(options)
 
@@ -171,6 +172,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="0.0.0.0:8080",
         metavar="HOST:PORT",
         help="serve /healthz, /readyz, /metrics here; '' disables (default: %(default)s)",
+    )
+    p.add_argument(
+        "--skip-cluster-name-check",
+        action="store_true",
+        help="start even when no Service with an external IP has a load balancer named with "
+        "--cluster-name and some have one named with another (by default the controller "
+        "refuses: OCCM's --cluster-name is probably that other one, and this one would give "
+        "those Services new load balancers and IPs)",
     )
     p.add_argument(
         "--foreign-lock-timeout",

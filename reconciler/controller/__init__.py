@@ -3,6 +3,8 @@
 What lives here (``X_plan``: pure decisions; the others carry them out):
 
 * :mod:`.runner`: ``lb-reconciler run``, one controller process composed from the parts below;
+* :mod:`.startup`: what it checks before it asks for the Lease (the cloud login, the cluster
+  identity, ``--cluster-name`` against the load balancers' names);
 * :mod:`.loop`: watches feed the work queue; workers carry out one Service's sync at a time;
 * :mod:`.sync_plan`: what to do for one Service and which patches and Events say so (pure);
   :mod:`.changes`: whether its spec or the Nodes changed since the last sync (pure);

@@ -5,9 +5,11 @@ start and stop, which is where a controller process earns or loses trust:
 
 start
     cloud.conf parsed (exit 2 with every problem named when it is unusable) -> the Pulumi engine
-    -> its OpenStack client logs in (:func:`cloud_login`; exit 2 when the login or the catalog
-    fails, 1 when Keystone answers 5xx, each with the settings used and the cloud's answer; the
-    Lease is not even asked for, so a replica that cannot delete anything never leads) -> the
+    -> its OpenStack client logs in (:func:`~.startup.cloud_login`; exit 2 when the login or the
+    catalog fails, 1 when Keystone answers 5xx, each with the settings used and the cloud's
+    answer; the Lease is not even asked for, so a replica that cannot delete anything never
+    leads) -> ``--cluster-name`` is checked against the load balancers' names
+    (:func:`~.startup.check_cluster_name`: exit 2 when it is not the one OCCM ran with) -> the
     HTTP server (``/healthz``, ``/readyz``, ``/metrics``) -> with ``--leader-elect``, the
     Lease loop, which starts the controller when it leads; without it, the controller at once.
 
@@ -46,12 +48,19 @@ from reconciler.controller import thread_dump
 from reconciler.controller.backend import LoadBalancerEngine, PulumiEngine
 from reconciler.controller.health import HealthServer
 from reconciler.controller.housekeeping import HousekeepingSettings
-from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
+from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.leadership import Leadership, default_identity
 from reconciler.controller.lease import LeaderElector
 from reconciler.controller.loop import Controller
 from reconciler.controller.metrics import Metrics
+from reconciler.controller.startup import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    check_cluster_name,
+    cloud_login,
+    cluster_identity,
+)
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.state.retention import DEFAULT_KEEP
 from reconciler.engine.state.store import DEFAULT_TIMEOUT
@@ -64,7 +73,7 @@ __all__ = ["RunOptions", "run"]
 
 _log = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+EXIT_OK = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,8 @@ class RunOptions:
     keep_history: int = DEFAULT_KEEP  # history entries and backups kept per stack
     # remove a stack lock that is not this controller's once it is this old (None: never)
     foreign_lock_timeout: float | None = None
+    # refuse to start when the cloud's load balancers carry another cluster name (startup.py)
+    check_cluster_name: bool = True
 
 
 def backend_timeout(options: RunOptions) -> float:
@@ -123,52 +134,6 @@ def load_cloud_config(path: Path) -> CloudConfig | None:
     for issue in parsed.errors:
         _log.error("cloud.conf", extra={"path": str(path), "issue": str(issue)})
     return parsed.config
-
-
-def read_cluster_identity(kube: KubeApi) -> tuple[str, str]:
-    """The cluster's identity: the kube-system namespace's UID (OCCM's ``kube_cluster_id_``
-    tag), and "" with why when it cannot be read (then only names and descriptions tell this
-    cluster's load balancers apart)."""
-    try:
-        uid = str(kube.get("/api/v1/namespaces/kube-system")["metadata"].get("uid") or "")
-    except (KubeError, KubeUnavailableError, KeyError, TypeError) as exc:
-        return "", str(exc) or type(exc).__name__
-    return uid, "" if uid else "the kube-system namespace has no UID"
-
-
-def cluster_identity(kube: KubeApi) -> str:
-    """:func:`read_cluster_identity`, a failure logged as a warning (the controller goes on)."""
-    uid, problem = read_cluster_identity(kube)
-    if problem:
-        _log.warning(
-            "cannot read the kube-system namespace's UID (the cluster identity tagged on load "
-            "balancers); going on without it: grant get on namespaces/kube-system "
-            "(deploy/rbac.yaml)",
-            extra={"error": problem},
-        )
-    return uid
-
-
-def cloud_login(engine: Engine) -> int | None:
-    """Log the engine's OpenStack client in (and find its endpoints) before the controller
-    leads: every delete depends on it, and a controller that makes load balancers it cannot
-    delete leaves finalizers stuck. None when it worked, else the exit code, after an error
-    log saying with which settings and what the cloud answered."""
-    from reconciler.engine.openstack.client import LoginError, OpenStackRestError
-
-    try:
-        engine.rest().login()
-    except OpenStackRestError as exc:
-        # a login or catalog that does not work with these settings: cloud.conf's to fix
-        settings = isinstance(exc, LoginError) and (exc.status or 0) < 500
-        _log.error(
-            "cannot use the OpenStack cloud; not leading, exiting (the Deployment restarts "
-            "the process, which tries again)",
-            extra={"error": str(exc), "auth_url": engine.settings.auth.auth_url},
-        )
-        return EXIT_CONFIG if settings else EXIT_FAILURE
-    _log.info("logged in to OpenStack", extra={"auth_url": engine.settings.auth.auth_url})
-    return None
 
 
 def pulumi_engine(
@@ -241,6 +206,10 @@ def run(
             kube.close()
             return EXIT_CONFIG
         failed = cloud_login(core)
+        if failed is None and options.check_cluster_name:
+            failed = check_cluster_name(
+                core, kube, cluster_name=options.cluster_name, namespace=options.namespace
+            )
         if failed is not None:
             kube.close()
             return failed

@@ -21,6 +21,7 @@ __all__ = [
     "KEPT_FLOATING_IP_TAG",
     "SERVICE_PREFIX",
     "cluster_id_tag",
+    "cluster_name_mismatch",
     "cut255",
     "floating_ip_description",
     "floating_ip_to_delete",
@@ -29,6 +30,7 @@ __all__ = [
     "listener_name",
     "made_by_cluster",
     "monitor_name",
+    "named_under_other_clusters",
     "others_listener",
     "pool_name",
     "security_group_description",
@@ -154,3 +156,44 @@ def floating_ip_to_delete(fip: Mapping[str, Any], *, cluster_name: str) -> bool:
         and description.endswith(f" from cluster {cluster_name}")
         and KEPT_FLOATING_IP_TAG not in tags
     )
+
+
+def named_under_other_clusters(
+    lb_names: Sequence[str], *, namespace: str, name: str, cluster_name: str
+) -> dict[str, str]:
+    """The load balancers OCCM would have named for the Service ``namespace/name`` under a
+    cluster name other than ``cluster_name``: ``kube_service_<other>_<namespace>_<name>`` ->
+    ``<other>`` (names cut at 255 bytes are left out: their cluster name cannot be told)."""
+    ours = lb_name(cluster_name=cluster_name, namespace=namespace, name=name)
+    tail = f"_{namespace}_{name}"
+    return {
+        n: n[len(SERVICE_PREFIX) : -len(tail)]
+        for n in sorted(lb_names)
+        if n.startswith(SERVICE_PREFIX)
+        and n.endswith(tail)
+        and n != ours
+        and len(n) > len(SERVICE_PREFIX) + len(tail)
+    }
+
+
+def cluster_name_mismatch(
+    services: Sequence[tuple[str, str]], lb_names: Sequence[str], *, cluster_name: str
+) -> dict[str, dict[str, str]]:
+    """A ``--cluster-name`` that is not the one OCCM ran with, as the cloud shows it: none of
+    ``services`` (namespace, name: those with an external IP) has a load balancer named for it
+    under ``cluster_name``, and some have one under another name. Those Services (``ns/name``)
+    and their load balancers (:func:`named_under_other_clusters`); empty when nothing says so
+    (no Service with an IP, or one of them has a load balancer of this cluster name)."""
+    names = set(lb_names)
+    if any(lb_name(cluster_name=cluster_name, namespace=ns, name=n) in names for ns, n in services):
+        return {}
+    found = {
+        f"{ns}/{n}": other
+        for ns, n in services
+        if (
+            other := named_under_other_clusters(
+                lb_names, namespace=ns, name=n, cluster_name=cluster_name
+            )
+        )
+    }
+    return found

@@ -1,0 +1,181 @@
+"""``lb-reconciler preflight``, the shadow mode of a move from OCCM, as a user runs it beside a
+live OCCM: a real kube-apiserver, the emulator holding OCCM's load balancers (made the OCCM way,
+tests/occm.py) for three Services, each with OCCM's finalizer, annotation and status:
+
+* ``same`` matches its load balancer: taken over as is;
+* ``method`` asks for another lb-method than OCCM's load balancer has: taken over and updated
+  in place, the property named;
+* ``other``'s load balancer was made under another cluster name: the controller would make a
+  second one, with a new IP (the exit code says 1).
+
+Nothing is written: the backend's files, the cloud's objects, the Services (resourceVersions)
+and the namespace's Events are the same before and after. And ``lb-reconciler run`` with a
+``--cluster-name`` none of these load balancers carry refuses to start (exit 2), naming the one
+they do carry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.server import EmulatorHandle
+from reconciler.cli.main import main
+from reconciler.config import parse_cloud_conf
+from reconciler.controller.kubeapi import KubeApi
+from reconciler.controller.kubeconfig import api_client
+from reconciler.local.plane import LocalControlPlane
+from reconciler.model import FINALIZER, build_spec
+from reconciler.model.annotations import LOAD_BALANCER_ID
+from tests import occm
+from tests.builders import HTTP_PORTS, make_service
+from tests.e2e.test_controller import ensure_nodes
+from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, subnet_line
+
+pytestmark = pytest.mark.e2e
+CLUSTER = "e2e"
+
+
+def tree_hash(folder: Path) -> str:
+    """Every file under ``folder`` (its path and bytes), as one digest; "" when it is absent."""
+    if not folder.exists():
+        return ""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
+    control_plane: LocalControlPlane,
+    emu: EmulatorHandle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topo = emu.topology()
+    cloud = EmulatorAdmin(emu)
+    conf_text = cloud_conf_text(topo, subnet_line(topo))
+    conf = tmp_path / "cloud.conf"
+    conf.write_text(conf_text)
+    parsed = parse_cloud_conf(text=conf_text)
+    assert parsed.config is not None
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)  # not needed: nothing opened
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+    ensure_nodes(kube)
+    ns = f"pre-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    conn = connect(topo)
+    nodes = kube.list("/api/v1/nodes")["items"]
+    state = tmp_path / "state"
+    (state / "backend").mkdir(parents=True)  # the controller's (empty) file:// backend
+
+    made: dict[str, occm.OccmLoadBalancer] = {}
+    for name, method, cluster in (
+        ("same", "ROUND_ROBIN", CLUSTER),
+        ("method", "LEAST_CONNECTIONS", CLUSTER),
+        ("other", "ROUND_ROBIN", "occm-cluster"),  # OCCM ran with another --cluster-name
+    ):
+        body = make_service(name, finalizers=[FINALIZER], ports=HTTP_PORTS)
+        svc = kube.create(f"/api/v1/namespaces/{ns}/services", body)
+        node_port = svc["spec"]["ports"][0]["nodePort"]
+        built = build_spec(service=svc, nodes=nodes, config=parsed.config, cluster_name=cluster)
+        assert built.spec is not None, built.errors
+        members = [(m.name, m.address) for m in built.spec.listeners[0].pool.members]
+        made[name] = occm.make(
+            conn,
+            topo,
+            cluster=cluster,
+            namespace=ns,
+            name=name,
+            ports=[occm.Port("TCP", 80, node_port, monitor=False, lb_algorithm=method)],
+            nodes=members,
+        )
+        path = f"/api/v1/namespaces/{ns}/services/{name}"
+        kube.patch(path, {"metadata": {"annotations": {LOAD_BALANCER_ID: made[name].lb_id}}})
+        ingress = [{"ip": made[name].fip_address, "ipMode": "VIP"}]
+        kube.patch(path + "/status", {"status": {"loadBalancer": {"ingress": ingress}}})
+
+    def services() -> dict[str, str]:
+        items = kube.list(f"/api/v1/namespaces/{ns}/services")["items"]
+        return {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in items}
+
+    def events() -> list[Any]:
+        return kube.list(f"/api/v1/namespaces/{ns}/events")["items"]
+
+    before = (tree_hash(state), json.dumps(cloud.inventory(), sort_keys=True), services())
+    events_before = len(events())
+    code = main(
+        [
+            "preflight",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "--cloud-config",
+            str(conf),
+            "--state-dir",
+            str(state),
+            "--cluster-name",
+            CLUSTER,
+            "--namespace",
+            ns,
+            "--output",
+            "json",
+        ]
+    )
+    out = capsys.readouterr().out
+    verdicts = {v["service"].split("/")[1]: v for v in json.loads(out)}
+    assert {n: v["verdict"] for n, v in verdicts.items()} == {
+        "same": "take-over",
+        "method": "update",
+        "other": "second-lb",
+    }, out
+    assert code == 1  # a second load balancer (and a new IP) for "other"
+    assert verdicts["same"]["load_balancer"].endswith(f"({made['same'].lb_id})")
+    assert verdicts["same"]["external_ip"] == made["same"].fip_address
+    assert any("ROUND_ROBIN" in u for u in verdicts["method"]["updates"]), out
+    assert f"kube_service_occm-cluster_{ns}_other" in verdicts["other"]["reasons"][0], out
+
+    after = (tree_hash(state), json.dumps(cloud.inventory(), sort_keys=True), services())
+    assert after == before  # no stack, lock or folder; no cloud object; no Service written
+    assert len(events()) == events_before  # no Event
+
+    # the same as text, and as Prometheus' text format
+    main(["preflight", "--kubeconfig", str(control_plane.kubeconfig), "--cloud-config",
+          str(conf), "--state-dir", str(state), "--cluster-name", CLUSTER, "--namespace", ns,
+          "--output", "prometheus"])  # fmt: skip
+    metrics = capsys.readouterr().out
+    for verdict, count in (("take-over", 1), ("update", 1), ("second-lb", 1), ("new-ip", 0)):
+        assert f'lbr_preflight_services{{verdict="{verdict}"}} {count}' in metrics, metrics
+    assert "lbr_preflight_exit_code 1" in metrics
+    assert tree_hash(state) == before[0]
+    assert services() == before[2]
+
+    # the controller itself, started with a --cluster-name that none of these load balancers
+    # carry, refuses to start (it would give every Service a new load balancer and IP)
+    env = {**os.environ, "PULUMI_CONFIG_PASSPHRASE": "x"}
+    started = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli.main", "run", "--kubeconfig",
+         str(control_plane.kubeconfig), "--cloud-config", str(conf), "--state-dir", str(state),
+         "--cluster-name", "wrong", "--namespace", ns, "--http-address", "",
+         "--log-format", "text"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert started.returncode == 2, started.stderr
+    assert "--cluster-name 'wrong' names none of the load balancers" in started.stderr
+    assert "Start with --cluster-name e2e" in started.stderr, started.stderr
+    assert "--skip-cluster-name-check" in started.stderr
+    assert (tree_hash(state), services()) == (before[0], before[2])
+    for made_lb in made.values():
+        occm.remove(conn, made_lb)
