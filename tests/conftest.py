@@ -20,6 +20,7 @@ import pytest
 from reconciler.engine.cli import CLI_GOGC, CLI_GOMAXPROCS
 from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
 from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
+from reconciler.toolchain import check_versions
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -111,8 +112,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.fixture(scope="session")
 def toolchain() -> Iterator[Toolchain]:
     """The built toolchain with MinIO (the s3:// backend's tests) and helm, first on PATH for
-    this test session (pulumi children find it)."""
+    this test session (pulumi children find it). Its versions are checked here, once, as the
+    commands check them (the pass is remembered), so that no test counting the ``pulumi``
+    starts of a command sees the check's."""
     tc = find_toolchain(tools=TEST_TOOLS)
+    check_versions(tc)
     saved = {
         k: os.environ.get(k)
         for k in ("PATH", "PULUMI_SKIP_UPDATE_CHECK", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION")

@@ -124,7 +124,15 @@ def verdict_of(
             )
         return v("create", reasons=["a new load balancer, a new Service"])
     if result.status in ("refused", "failed") or result.problems:
-        return v("refuse", reasons=list(result.problems))
+        hint = (
+            [
+                f"{', '.join(elsewhere)} is named for it under another cluster name: is "
+                "--cluster-name OCCM's?"
+            ]
+            if elsewhere
+            else []
+        )
+        return v("refuse", reasons=[*result.problems, *hint])
     if result.updates:
         return v("update", updates=list(result.updates), creates=list(result.creates))
     return v("take-over", creates=list(result.creates))

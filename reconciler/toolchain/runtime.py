@@ -187,10 +187,26 @@ def _version_of(argv: Sequence[str], env: Mapping[str, str]) -> str:
     return out[0].strip().removeprefix("v") if out else "(printed nothing)"
 
 
+def _checked_marker(binaries: Sequence[Path]) -> Path:
+    """Where a passed check of these binaries is remembered: a file named by their real paths,
+    sizes and modification times and the pins, so that another binary (or pin) is checked
+    again."""
+    identity = []
+    for binary in binaries:
+        real = binary.resolve()
+        stat = real.stat()
+        identity.append(f"{real}:{stat.st_size}:{stat.st_mtime_ns}")
+    identity += [PULUMI_VERSION, OPENSTACK_PLUGIN_VERSION]
+    digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:20]
+    return cache_root() / "checked" / digest
+
+
 def check_versions(toolchain: Toolchain) -> None:
     """Both tools run and print exactly the pinned versions; else a :class:`ToolchainError`
     naming what was found, what is expected and how to get it. The two run at once (the CLI
-    takes a third of a second to start)."""
+    takes a third of a second to start); a pass is remembered per binary
+    (:func:`_checked_marker`), so that a user command does not pay for it every time (where
+    the cache cannot be written, as on a read-only filesystem, every start checks)."""
     env = toolchain.env()
     plugin = plugin_path(toolchain, env)
     if plugin is None:
@@ -199,6 +215,12 @@ def check_versions(toolchain: Toolchain) -> None:
             f"beside {toolchain.path('pulumi')}, not on PATH, not in $PULUMI_HOME/plugins): "
             f"{GET_THEM}"
         )
+    try:
+        marker: Path | None = _checked_marker([toolchain.path("pulumi"), plugin])
+    except OSError:
+        marker = None  # the CLI's own run below says what is wrong with it
+    if marker is not None and marker.exists():
+        return
     asks = {
         "pulumi": ([str(toolchain.path("pulumi")), "version"], PULUMI_VERSION),
         PLUGIN: ([str(plugin), "-version"], OPENSTACK_PLUGIN_VERSION),
@@ -213,3 +235,9 @@ def check_versions(toolchain: Toolchain) -> None:
     ]
     if wrong:
         raise ToolchainError(f"{'; '.join(wrong)}: {GET_THEM}")
+    if marker is not None:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            pass  # checked again next time

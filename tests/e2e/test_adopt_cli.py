@@ -7,13 +7,19 @@ matches its Service, ``legacy`` has another lb-method than the Service asks for.
 shows the imports (and the cluster identity tag the load balancers get), refuses ``legacy`` and
 changes nothing; ``--apply`` adopts ``web`` (and
 ``legacy`` with ``--allow-updates``); the controller then syncs both without changing the
-cloud (same load balancers, floating IPs, listeners), and deleting the Services deletes them.
+cloud (same load balancers, floating IPs, listeners). The way back to OCCM (docs/adopt.md): the
+controller stopped and the stacks removed with ``pulumi stack rm --force``, the cloud is as the
+adoption left it and each load balancer is found by its OCCM name, with OCCM's description and
+its floating IP on the VIP; a controller started again takes them over once more, and deleting
+the Services deletes them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -31,10 +37,11 @@ from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.stack import Engine, EngineSettings
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
-from reconciler.model import FINALIZER, build_spec, naming
+from reconciler.model import naming
 from reconciler.model.annotations import LOAD_BALANCER_ID
+from stacks.vocabulary import PROJECT
 from tests import occm
-from tests.builders import HTTP_PORTS, make_service
+from tests.e2e.occm_left import service_as_occm_left_it
 from tests.e2e.test_controller import ensure_nodes, wait_for
 from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, subnet_line
 
@@ -70,28 +77,12 @@ def test_adopt_command_then_the_controller(
     conn = connect(topo)
 
     # -- the cluster as OCCM left it ---------------------------------------------------------
-    nodes = kube.list("/api/v1/nodes")["items"]
-    made: dict[str, occm.OccmLoadBalancer] = {}
-    for name, method in (("web", "ROUND_ROBIN"), ("legacy", "LEAST_CONNECTIONS")):
-        body = make_service(name, finalizers=[FINALIZER], ports=HTTP_PORTS)  # OCCM's, and ours
-        svc = kube.create(f"/api/v1/namespaces/{ns}/services", body)
-        node_port = svc["spec"]["ports"][0]["nodePort"]
-        built = build_spec(service=svc, nodes=nodes, config=config, cluster_name=CLUSTER)
-        assert built.spec is not None, built.errors
-        members = [(m.name, m.address) for m in built.spec.listeners[0].pool.members]
-        made[name] = occm.make(
-            conn,
-            topo,
-            cluster=CLUSTER,
-            namespace=ns,
-            name=name,
-            ports=[occm.Port("TCP", 80, node_port, monitor=False, lb_algorithm=method)],
-            nodes=members,
+    made = {
+        name: service_as_occm_left_it(
+            kube, conn, topo, config, namespace=ns, name=name, cluster=CLUSTER, lb_algorithm=method
         )
-        path = f"/api/v1/namespaces/{ns}/services/{name}"
-        kube.patch(path, {"metadata": {"annotations": {LOAD_BALANCER_ID: made[name].lb_id}}})
-        ingress = [{"ip": made[name].fip_address, "ipMode": "VIP"}]
-        kube.patch(path + "/status", {"status": {"loadBalancer": {"ingress": ingress}}})
+        for name, method in (("web", "ROUND_ROBIN"), ("legacy", "LEAST_CONNECTIONS"))
+    }
 
     def adopt(*extra: str) -> tuple[int, str]:
         code = main(
@@ -119,9 +110,27 @@ def test_adopt_command_then_the_controller(
             auth=config.auth,
             toolchain=toolchain,
             passphrase=Secret(PASSPHRASE),
+            # the cluster's identity, as `lb-reconciler run` reads it: the take-over of a load
+            # balancer that carries one needs it
+            cluster_id=kube.get("/api/v1/namespaces/kube-system")["metadata"]["uid"],
         )
     )
     controller: Controller | None = None
+
+    def start_controller() -> Controller:
+        started = Controller(
+            kube=kube,
+            engine=PulumiEngine(engine=engine),
+            config=config,
+            settings=ControllerSettings(cluster_name=CLUSTER),
+            workers=2,
+            backoff=Backoff(base=1.0, cap=5.0, soon=0.5),
+            namespace=ns,
+            watch_timeout=60,
+        )
+        started.start(sync_timeout=30)
+        return started
+
     try:
         before = occm.snapshot(cloud.inventory())
 
@@ -177,17 +186,7 @@ def test_adopt_command_then_the_controller(
         assert legacy_pool[2] == "ROUND_ROBIN"
 
         # -- the controller takes over without touching the cloud ---------------------------
-        controller = Controller(
-            kube=kube,
-            engine=PulumiEngine(engine=engine),
-            config=config,
-            settings=ControllerSettings(cluster_name=CLUSTER),
-            workers=2,
-            backoff=Backoff(base=1.0, cap=5.0, soon=0.5),
-            namespace=ns,
-            watch_timeout=60,
-        )
-        controller.start(sync_timeout=30)
+        controller = start_controller()
 
         def ensured(name: str) -> bool:
             events = kube.list(
@@ -205,6 +204,55 @@ def test_adopt_command_then_the_controller(
             svc = kube.get(f"/api/v1/namespaces/{ns}/services/{name}")
             assert svc["metadata"]["annotations"][LOAD_BALANCER_ID] == m.lb_id
             assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == m.fip_address
+
+        # -- the way back to OCCM (docs/adopt.md, "Back to OCCM") ----------------------------
+        # the controller stops; the stacks are removed as the doc says, without touching the
+        # cloud; OCCM then finds each load balancer by its name as it left it
+        controller.stop(timeout=60)
+        controller = None
+        pulumi_env = {
+            **os.environ,
+            **toolchain.env(),
+            "PULUMI_BACKEND_URL": (state / "backend").as_uri(),
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        }
+        for info in engine.stacks():
+            subprocess.run(
+                [str(toolchain.path("pulumi")), "stack", "rm", "--force", "--yes", "-s",
+                 f"organization/{PROJECT}/{info.stack}"],
+                env=pulumi_env, cwd=tmp_path, check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+        assert engine.stacks() == []
+        assert occm.snapshot(cloud.inventory()) == adopted  # nothing deleted, nothing changed
+        inventory = cloud.inventory()
+        for name, m in made.items():
+            named = [lb for lb in inventory["loadbalancers"] if lb["name"] == m.name]
+            assert [lb["id"] for lb in named] == [m.lb_id]  # OCCM's lookup: by name
+            assert (
+                named[0]["description"]
+                == f"Kubernetes external service {ns}/{name} from cluster {CLUSTER}"
+            )
+            (fip,) = [f for f in inventory["floatingips"] if f["id"] == m.fip_id]
+            assert fip["port_id"] == m.vip_port_id  # the address stays on the VIP
+        # and back again: a controller takes them over once more (no stack: by their names)
+        controller = start_controller()
+        try:
+            wait_for(
+                lambda: (
+                    {i.name: i.lb_id for i in engine.stacks() if i.spec_hash}
+                    == {name: m.lb_id for name, m in made.items()}
+                ),
+                what="both taken over again",
+                timeout=180,
+            )
+        except AssertionError as exc:
+            warnings = [
+                f"{e['involvedObject']['name']}: {e['reason']}: {e['message']}"
+                for e in kube.list(f"/api/v1/namespaces/{ns}/events")["items"]
+                if e["type"] == "Warning"
+            ]
+            raise AssertionError(f"{exc}; Warning Events: {warnings}") from None
+        assert occm.snapshot(cloud.inventory()) == adopted
 
         # -- deleting the Services deletes what was adopted ---------------------------------
         for name in made:

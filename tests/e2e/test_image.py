@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.cli.version import revision
 from reconciler.local.plane import LocalControlPlane
-from reconciler.toolchain import REPO_ROOT
 from tests.backends import BackendServers
 from tests.e2e import test_controller_process as proc
 from tests.e2e.container import (
@@ -50,12 +50,7 @@ GRACE = 60.0  # the Deployment's terminationGracePeriodSeconds
 def image_of_this_tree() -> None:
     """The image is this tree's (its revision label: the commit, ``-dirty`` included), else the
     test would pass or fail on another code."""
-    tree = subprocess.run(
-        ["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty", "--abbrev=12"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    tree = revision()
     built = image_revision()
     assert built == tree, f"the image is of {built}, this tree is {tree}: run `make image`"
 

@@ -1,12 +1,16 @@
 """``lb-reconciler preflight``, the shadow mode of a move from OCCM, as a user runs it beside a
 live OCCM: a real kube-apiserver, the emulator holding OCCM's load balancers (made the OCCM way,
-tests/occm.py) for three Services, each with OCCM's finalizer, annotation and status:
+tests/occm.py) for four Services, each with OCCM's finalizer, annotation and status:
 
 * ``same`` matches its load balancer: taken over as is;
 * ``method`` asks for another lb-method than OCCM's load balancer has: taken over and updated
   in place, the property named;
-* ``other``'s load balancer was made under another cluster name: the controller would make a
-  second one, with a new IP (the exit code says 1).
+* ``other``'s load balancer was made under another cluster name, and the Service has no
+  ``load-balancer-id`` annotation: the controller would make a second one, with a new IP (the
+  exit code says 1);
+* ``other-annotated`` likewise, with the annotation: the controller would take it for a shared
+  load balancer and refuse the listener; the verdict says so, and names the load balancer and
+  the ``--cluster-name`` it carries.
 
 Nothing is written: the backend's files, the cloud's objects, the Services (resourceVersions)
 and the namespace's Events are the same before and after. And ``lb-reconciler run`` with a
@@ -33,10 +37,8 @@ from reconciler.config import parse_cloud_conf
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
-from reconciler.model import FINALIZER, build_spec
-from reconciler.model.annotations import LOAD_BALANCER_ID
 from tests import occm
-from tests.builders import HTTP_PORTS, make_service
+from tests.e2e.occm_left import service_as_occm_left_it
 from tests.e2e.test_controller import ensure_nodes
 from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, subnet_line
 
@@ -78,35 +80,24 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
     ns = f"pre-{uuid.uuid4().hex[:6]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
     conn = connect(topo)
-    nodes = kube.list("/api/v1/nodes")["items"]
     state = tmp_path / "state"
     (state / "backend").mkdir(parents=True)  # the controller's (empty) file:// backend
 
-    made: dict[str, occm.OccmLoadBalancer] = {}
-    for name, method, cluster in (
-        ("same", "ROUND_ROBIN", CLUSTER),
-        ("method", "LEAST_CONNECTIONS", CLUSTER),
-        ("other", "ROUND_ROBIN", "occm-cluster"),  # OCCM ran with another --cluster-name
-    ):
-        body = make_service(name, finalizers=[FINALIZER], ports=HTTP_PORTS)
-        svc = kube.create(f"/api/v1/namespaces/{ns}/services", body)
-        node_port = svc["spec"]["ports"][0]["nodePort"]
-        built = build_spec(service=svc, nodes=nodes, config=parsed.config, cluster_name=cluster)
-        assert built.spec is not None, built.errors
-        members = [(m.name, m.address) for m in built.spec.listeners[0].pool.members]
-        made[name] = occm.make(
-            conn,
-            topo,
-            cluster=cluster,
-            namespace=ns,
-            name=name,
-            ports=[occm.Port("TCP", 80, node_port, monitor=False, lb_algorithm=method)],
-            nodes=members,
+    made = {
+        name: service_as_occm_left_it(
+            kube, conn, topo, parsed.config, namespace=ns, name=name, cluster=cluster,
+            lb_algorithm=method, annotate=annotate,
         )
-        path = f"/api/v1/namespaces/{ns}/services/{name}"
-        kube.patch(path, {"metadata": {"annotations": {LOAD_BALANCER_ID: made[name].lb_id}}})
-        ingress = [{"ip": made[name].fip_address, "ipMode": "VIP"}]
-        kube.patch(path + "/status", {"status": {"loadBalancer": {"ingress": ingress}}})
+        for name, method, cluster, annotate in (
+            ("same", "ROUND_ROBIN", CLUSTER, True),
+            ("method", "LEAST_CONNECTIONS", CLUSTER, True),
+            # OCCM ran with another --cluster-name: without the load-balancer-id annotation
+            # (older OCCMs), a second load balancer would be made; with it, the controller
+            # takes the annotation for a shared load balancer and refuses the listener
+            ("other", "ROUND_ROBIN", "occm-cluster", False),
+            ("other-annotated", "ROUND_ROBIN", "occm-cluster", True),
+        )
+    }  # fmt: skip
 
     def services() -> dict[str, str]:
         items = kube.list(f"/api/v1/namespaces/{ns}/services")["items"]
@@ -140,12 +131,16 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
         "same": "take-over",
         "method": "update",
         "other": "second-lb",
+        "other-annotated": "refuse",
     }, out
     assert code == 1  # a second load balancer (and a new IP) for "other"
     assert verdicts["same"]["load_balancer"].endswith(f"({made['same'].lb_id})")
     assert verdicts["same"]["external_ip"] == made["same"].fip_address
     assert any("ROUND_ROBIN" in u for u in verdicts["method"]["updates"]), out
     assert f"kube_service_occm-cluster_{ns}_other" in verdicts["other"]["reasons"][0], out
+    hint = verdicts["other-annotated"]["reasons"][-1]
+    assert f"kube_service_occm-cluster_{ns}_other-annotated" in hint, out
+    assert "--cluster-name" in hint, out
 
     after = (tree_hash(state), json.dumps(cloud.inventory(), sort_keys=True), services())
     assert after == before  # no stack, lock or folder; no cloud object; no Service written
@@ -156,7 +151,8 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
           str(conf), "--state-dir", str(state), "--cluster-name", CLUSTER, "--namespace", ns,
           "--output", "prometheus"])  # fmt: skip
     metrics = capsys.readouterr().out
-    for verdict, count in (("take-over", 1), ("update", 1), ("second-lb", 1), ("new-ip", 0)):
+    counts = (("take-over", 1), ("update", 1), ("second-lb", 1), ("refuse", 1), ("new-ip", 0))
+    for verdict, count in counts:
         assert f'lbr_preflight_services{{verdict="{verdict}"}} {count}' in metrics, metrics
     assert "lbr_preflight_exit_code 1" in metrics
     assert tree_hash(state) == before[0]

@@ -111,3 +111,16 @@ def test_a_cluster_name_that_names_none_of_the_load_balancers_is_a_mismatch() ->
         cluster_name_mismatch(services, [*lbs, "kube_service_prod_a_d"], cluster_name="prod") == {}
     )
     assert cluster_name_mismatch([], lbs, cluster_name="prod") == {}  # no Service with an IP
+
+
+def test_a_refusal_names_a_load_balancer_of_another_cluster_name() -> None:
+    found = verdict_of(
+        ServiceResult("a/b", "refused", problems=["port TCP/80 belongs to another Service"]),
+        external_ip="203.0.113.7",
+        elsewhere=["kube_service_kubernetes_a_b"],
+        cluster_name="prod",
+    )
+    assert found.verdict == "refuse"
+    assert found.reasons[0] == "port TCP/80 belongs to another Service"
+    assert "kube_service_kubernetes_a_b" in found.reasons[1]
+    assert "--cluster-name" in found.reasons[1]

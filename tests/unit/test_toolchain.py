@@ -100,7 +100,7 @@ def _runtime_tools(
     """A ``pulumi`` and (unless ``plugin`` is "") an OpenStack plugin that print these versions
     as the real ones do (``pulumi version``: ``v3...``; the plugin's ``-version``: bare)."""
     folder.mkdir(parents=True, exist_ok=True)
-    scripts = {"pulumi": f"echo v{pulumi}"}
+    scripts = {"pulumi": f"echo run >> {folder}/runs; echo v{pulumi}"}
     if plugin != "":
         scripts["pulumi-resource-openstack"] = f"echo {plugin or OPENSTACK_PLUGIN_VERSION}"
     for name, body in scripts.items():
@@ -202,3 +202,19 @@ def test_the_pins_agree_with_the_build_script_and_the_sdks() -> None:
     assert f"pulumi-openstack>={OPENSTACK_PLUGIN_VERSION}," in {
         d.split("<")[0] for d in project["dependencies"]
     }
+
+
+def test_a_check_passed_is_remembered_until_the_binary_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user command does not start ``pulumi version`` each time; another binary in the same
+    place (an upgrade) is checked again, and refused when it is not the pinned version."""
+    _runtime_tools(tmp_path / "bin")
+    monkeypatch.setenv("LBR_TOOLS_BIN", str(tmp_path / "bin"))
+    runs = tmp_path / "bin" / "runs"
+    find_runtime()
+    find_runtime()
+    assert runs.read_text().splitlines() == ["run"]  # one check for two starts
+    _runtime_tools(tmp_path / "bin", pulumi="3.300.0")  # replaced: another size and time
+    with pytest.raises(ToolchainError, match=r"is 3\.300\.0, not"):
+        find_runtime()
