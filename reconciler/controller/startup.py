@@ -13,11 +13,13 @@ named rather than a controller that starts and does harm:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
-from reconciler.engine.stack import Engine
 from reconciler.model.naming import cluster_name_mismatch
+
+if TYPE_CHECKING:
+    from reconciler.engine.stack import Engine
 
 __all__ = [
     "EXIT_CONFIG",
