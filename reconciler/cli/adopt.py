@@ -46,7 +46,7 @@ from reconciler.model import build_spec, wants_load_balancer
 from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
 
-__all__ = ["AdoptRun", "adopt_one", "register", "services_to_examine"]
+__all__ = ["AdoptRun", "add_service_options", "adopt_one", "register", "services_to_examine"]
 
 HELP = """\
 Adopt the load balancers of openstack-cloud-controller-manager (OCCM): for each Service of type
@@ -91,11 +91,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_stack_options(p)
-    add_kube_options(p)
-    p.add_argument("services", nargs="*", metavar="NS/NAME", help="only these Services")
-    p.add_argument("--namespace", help="only the Services of this namespace")
-    add_class_options(p)
+    add_service_options(p)
     p.add_argument("--apply", action="store_true", help="import (default: dry run)")
     p.add_argument(
         "--allow-updates",
@@ -105,6 +101,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--output", "-o", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_adopt)
+
+
+def add_service_options(p: argparse.ArgumentParser) -> None:
+    """The flags of a command that looks at the cluster's Services as the controller would:
+    its backend, cloud.conf and cluster name, the kubeconfig, which Services (NS/NAME
+    arguments, ``--namespace``) and the class flags (``adopt``, ``preflight``)."""
+    add_stack_options(p)
+    add_kube_options(p)
+    p.add_argument("services", nargs="*", metavar="NS/NAME", help="only these Services")
+    p.add_argument("--namespace", help="only the Services of this namespace")
+    add_class_options(p)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.adopt import AdoptRun, adopt_one, services_to_examine
+from reconciler.cli.adopt import AdoptRun, add_service_options, adopt_one, services_to_examine
 from reconciler.cli.common import (
     CommandError,
-    add_class_options,
-    add_kube_options,
-    add_stack_options,
     cluster_id,
     controller_settings,
     list_cluster,
@@ -80,11 +77,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_stack_options(p)
-    add_kube_options(p)
-    p.add_argument("services", nargs="*", metavar="NS/NAME", help="only these Services")
-    p.add_argument("--namespace", help="only the Services of this namespace")
-    add_class_options(p)
+    add_service_options(p)
     p.add_argument("--output", "-o", choices=("text", "json", "prometheus"), default="text")
     p.set_defaults(func=cmd_preflight)
 
