@@ -46,7 +46,14 @@ from reconciler.model import build_spec, wants_load_balancer
 from reconciler.model.naming import cluster_id_tag
 from reconciler.model.spec import LoadBalancerSpec
 
-__all__ = ["AdoptRun", "add_service_options", "adopt_one", "register", "services_to_examine"]
+__all__ = [
+    "AdoptRun",
+    "add_service_options",
+    "adopt_one",
+    "list_services_nodes_stacks",
+    "register",
+    "services_to_examine",
+]
 
 HELP = """\
 Adopt the load balancers of openstack-cloud-controller-manager (OCCM): for each Service of type
@@ -173,6 +180,20 @@ def services_to_examine(
     return chosen, skipped
 
 
+def list_services_nodes_stacks(
+    args: argparse.Namespace, settings: ControllerSettings, engine: Engine
+) -> tuple[list[dict[str, Any]], list[ServiceResult], list[dict[str, Any]], dict[str, StackInfo]]:
+    """What examining the Services needs: :func:`services_to_examine`, the Nodes (none are
+    read when no Service is examined) and this cluster's stacks by ``namespace/name``."""
+    services, skipped = services_to_examine(args, settings)
+    nodes = list_cluster(args, "/api/v1/nodes") if services else []
+    try:
+        stacks = {info.key: info for info in engine.stacks()}
+    except EngineError as exc:
+        raise CommandError(str(exc)) from None
+    return services, skipped, nodes, stacks
+
+
 def cmd_adopt(args: argparse.Namespace) -> int:
     if args.apply:
         require_cluster_name(args, flag="--apply")
@@ -182,12 +203,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     identity = cluster_id(args)
     engine = open_engine(args, config, cluster_id=identity)
     with progress("listing Services, Nodes and stacks"):
-        services, results = services_to_examine(args, settings)
-        nodes = list_cluster(args, "/api/v1/nodes") if services else []
-        try:
-            stacks = {info.key: info for info in engine.stacks()}
-        except EngineError as exc:
-            raise CommandError(str(exc)) from None
+        services, results, nodes, stacks = list_services_nodes_stacks(args, settings, engine)
     run = AdoptRun(
         engine,
         logged_in(engine) if services else engine.rest(),

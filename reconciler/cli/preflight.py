@@ -9,19 +9,23 @@ on the controller's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.adopt import AdoptRun, add_service_options, adopt_one, services_to_examine
+from reconciler.cli.adopt import (
+    AdoptRun,
+    add_service_options,
+    adopt_one,
+    list_services_nodes_stacks,
+)
 from reconciler.cli.common import (
     CommandError,
     cluster_id,
     controller_settings,
-    list_cluster,
     load_cloud_config,
     logged_in,
     open_engine,
@@ -36,10 +40,10 @@ from reconciler.cli.preflight_plan import (
 )
 from reconciler.cli.terminal import Style, progress
 from reconciler.config import Secret
-from reconciler.engine.errors import EngineError
 from reconciler.engine.openstack.client import OpenStackRestError
-from reconciler.engine.stack import Engine, EngineSettings
+from reconciler.engine.stack import Engine
 from reconciler.model.naming import named_under_other_clusters
+from reconciler.model.predicates import external_address
 
 __all__ = ["register"]
 
@@ -85,24 +89,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _throwaway_engine(real: Engine, folder: Path) -> Engine:
     """An engine like ``real`` on a ``file://`` backend in ``folder``, with a passphrase of its
     own: the previews of imports run there (a stack is made and removed per Service)."""
-    s = real.settings
     return Engine(
-        settings=EngineSettings(
-            cluster_name=s.cluster_name,
+        settings=dataclasses.replace(
+            real.settings,
             state_dir=folder,
-            auth=s.auth,
-            toolchain=s.toolchain,
             backend_url=(folder / "backend").as_uri(),
             passphrase=Secret(secrets.token_urlsafe(24)),
-            cluster_id=s.cluster_id,
         )
     )
-
-
-def _external_ip(svc: Mapping[str, Any]) -> str | None:
-    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    first = ingress[0] if ingress else {}
-    return str(first.get("ip") or first.get("hostname") or "") or None
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
@@ -112,12 +106,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     # reads the controller's backend (the stacks' list) and nothing more: no passphrase needed
     engine = open_engine(args, config, decrypts=False, cluster_id=identity)
     with progress("listing Services, Nodes, stacks and load balancers"):
-        services, skipped = services_to_examine(args, settings)
-        nodes = list_cluster(args, "/api/v1/nodes") if services else []
-        try:
-            stacks = {info.key: info for info in engine.stacks()}
-        except EngineError as exc:
-            raise CommandError(str(exc)) from None
+        services, skipped, nodes, stacks = list_services_nodes_stacks(args, settings, engine)
         rest = logged_in(engine)
         try:
             lb_names = [str(lb.get("name") or "") for lb in rest.load_balancers()]
@@ -152,7 +141,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
             verdicts.append(
                 verdict_of(
                     result,
-                    external_ip=_external_ip(svc),
+                    external_ip=external_address(svc),
                     elsewhere=list(elsewhere),
                     cluster_name=args.cluster_name,
                 )

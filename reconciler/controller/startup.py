@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 from reconciler.model.naming import cluster_name_mismatch
+from reconciler.model.predicates import external_address, part
 
 if TYPE_CHECKING:
     from reconciler.engine.stack import Engine
@@ -82,13 +83,11 @@ def cloud_login(engine: Engine) -> int | None:
 
 
 def _with_external_ip(services: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    out = []
-    for svc in services:
-        meta = svc.get("metadata") or {}
-        ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-        if (svc.get("spec") or {}).get("type") == "LoadBalancer" and ingress:
-            out.append((str(meta.get("namespace")), str(meta.get("name"))))
-    return out
+    return [
+        (str(part(svc, "metadata").get("namespace")), str(part(svc, "metadata").get("name")))
+        for svc in services
+        if part(svc, "spec").get("type") == "LoadBalancer" and external_address(svc)
+    ]
 
 
 def check_cluster_name(

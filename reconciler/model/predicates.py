@@ -40,6 +40,7 @@ __all__ = [
     "UPSTREAM",
     "Ownership",
     "being_deleted",
+    "external_address",
     "finalizer_for",
     "finalizers",
     "has_finalizer",
@@ -76,6 +77,16 @@ def part(obj: Any, key: str) -> Mapping[str, Any]:
     """``obj[key]`` when both are mappings, else an empty mapping (Services are untrusted dicts)."""
     value = obj.get(key) if isinstance(obj, Mapping) else None
     return value if isinstance(value, Mapping) else {}
+
+
+def external_address(service: Mapping[str, Any]) -> str | None:
+    """The first address of ``status.loadBalancer.ingress`` (its IP, else its hostname); None
+    when the Service has none."""
+    ingress = part(part(service, "status"), "loadBalancer").get("ingress")
+    first = ingress[0] if isinstance(ingress, list) and ingress else None
+    if not isinstance(first, Mapping):
+        return None
+    return str(first.get("ip") or first.get("hostname") or "") or None
 
 
 def _class(service: Mapping[str, Any]) -> Any:

@@ -146,23 +146,21 @@ def locate(
     return Toolchain(bin_dir=folders.pop())
 
 
-def find_runtime(*, build: bool = True, check: bool = True) -> Toolchain:
+def find_runtime(*, build: bool = True) -> Toolchain:
     """The runtime tools (:func:`locate` of ``pulumi``; the plugin beside it, on ``PATH`` or
-    installed in ``$PULUMI_HOME``), their versions checked unless ``check`` is False."""
+    installed in ``$PULUMI_HOME``), their versions checked (:func:`check_versions`)."""
     try:
         toolchain = locate(("pulumi",), build=build, printer="make -s tools-path")
     except ToolchainError as exc:
         raise ToolchainError(f"{exc}. The runtime needs: {GET_THEM}") from None
-    if check:
-        check_versions(toolchain)
+    check_versions(toolchain)
     return toolchain
 
 
-def plugin_path(toolchain: Toolchain, env: Mapping[str, str] | None = None) -> Path | None:
-    """The OpenStack plugin the CLI will run: one beside ``pulumi`` or on ``PATH`` (the CLI runs
-    such an "ambient" plugin first), else the one ``pulumi plugin install`` put in
+def plugin_path(toolchain: Toolchain, env: Mapping[str, str]) -> Path | None:
+    """The OpenStack plugin the CLI will run with ``env``: one beside ``pulumi`` or on ``PATH``
+    (the CLI runs such an "ambient" plugin first), else the one ``pulumi plugin install`` put in
     ``$PULUMI_HOME/plugins`` for the pinned version; None without one."""
-    env = os.environ if env is None else env
     search = f"{toolchain.bin_dir}{os.pathsep}{env.get('PATH', '')}"
     ambient = shutil.which(PLUGIN, path=search)
     if ambient is not None:

@@ -268,3 +268,17 @@ def test_needs_update(change: Callable[[Svc], None], expected: bool) -> None:
 )
 def test_needs_update_follows_wanting(old: Svc, new: Svc, ours: Ownership, expected: bool) -> None:
     assert needs_update(old, new, ours) is expected
+
+
+def test_external_address_is_the_first_ingress_ip_or_hostname() -> None:
+    from reconciler.model.predicates import external_address
+
+    def svc(ingress: object) -> dict[str, object]:
+        return {"status": {"loadBalancer": {"ingress": ingress}}}
+
+    assert external_address(svc([{"ip": "203.0.113.7", "ipMode": "VIP"}])) == "203.0.113.7"
+    assert external_address(svc([{"hostname": "lb.example"}, {"ip": "x"}])) == "lb.example"
+    assert external_address(svc([])) is None
+    assert external_address(svc(None)) is None
+    assert external_address(svc(["not a mapping"])) is None
+    assert external_address({"status": None}) is None
