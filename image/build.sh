@@ -4,9 +4,10 @@
 #
 # The build context is made in build/image/:
 #   bin/     pulumi and pulumi-resource-openstack, from tools/build.sh (built from Go modules)
-#   wheels/  this tree's wheel (tracked and untracked files, not ignored ones) and the
-#            dependencies pinned with hashes in image/requirements.txt, downloaded on this
-#            machine (the build itself reaches no network: no registry, no index)
+#   wheels/  the dependencies pinned with hashes in image/requirements.txt, downloaded on this
+#            machine (the build itself reaches no network: no registry, no index) and kept
+#            until the pins change
+#   app/     this tree's wheel (tracked and untracked files, not ignored ones)
 #
 # Usage:
 #   image/build.sh           build; print the tags and the size
@@ -50,7 +51,8 @@ if [ "$base" = localhost/debian:bookworm-minbase ] && ! "$container" image exist
 fi
 
 ctx=$root/build/image
-rm -rf "$ctx" && mkdir -p "$ctx/bin" "$ctx/wheels" "$ctx/src" "$ctx/image"
+rm -rf "$ctx/bin" "$ctx/app" "$ctx/src" "$ctx/image"
+mkdir -p "$ctx/bin" "$ctx/wheels" "$ctx/app" "$ctx/src" "$ctx/image"
 tools=$(bash "$root/tools/build.sh" --path)
 cp -L "$tools/pulumi" "$tools/pulumi-resource-openstack" "$ctx/bin/"
 cp "$here/requirements.txt" "$ctx/image/"
@@ -59,10 +61,17 @@ cp "$here/requirements.txt" "$ctx/image/"
 pyver=$("$container" run --rm "${flags[@]}" --entrypoint python3 "$base" -c \
   'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null) ||
   die "cannot run python3 in $base"
-log "wheels for Python $pyver (the base's) from image/requirements.txt"
-"$python" -m pip download -q --disable-pip-version-check --require-hashes --only-binary=:all: \
-  --python-version "$pyver" --no-deps -d "$ctx/wheels" -r "$here/requirements.txt"
-"$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$ctx/wheels" "$ctx/src"
+# the dependencies' wheels are kept between builds and downloaded again only when the pins or
+# the base's Python change
+wanted="$pyver $(sha256sum "$here/requirements.txt" | cut -d' ' -f1)"
+if [ "$(cat "$ctx/wheels.for" 2>/dev/null)" != "$wanted" ]; then
+  log "wheels for Python $pyver (the base's) from image/requirements.txt"
+  rm -rf "$ctx/wheels" "$ctx/wheels.for" && mkdir -p "$ctx/wheels"
+  "$python" -m pip download -q --disable-pip-version-check --require-hashes --only-binary=:all: \
+    --python-version "$pyver" --no-deps -d "$ctx/wheels" -r "$here/requirements.txt"
+  echo "$wanted" > "$ctx/wheels.for"
+fi
+"$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$ctx/app" "$ctx/src"
 rm -rf "$ctx/src"
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml")
