@@ -66,26 +66,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Markers from what a test needs: ``kube`` (a kube-apiserver: the e2e tests and the
     commands' tests that use ``control_plane``), and, for a test of a module with module-scoped
     fixtures, ``xdist_group`` by module, so that with ``--dist loadgroup`` the module's tests
-    share one worker and its fixtures are made once; every other test goes to any worker.
-    Then the order: the slow tests first (``_tier``)."""
+    share one worker and its fixtures are made once; every other test goes to any worker."""
     for item in items:
         e2e = item.get_closest_marker("e2e") or item.nodeid.startswith("tests/e2e/")
         if e2e or "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
         if _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    # The longest first, in the random order within each tier (a stable sort after
-    # pytest-randomly's shuffle): xdist hands out work in this order, so the run ends on short
-    # tests that fill the workers' last minutes instead of one slow test that keeps one busy
-    # while the others idle (longest processing time first).
-    items.sort(key=_tier)
-
-
-def _tier(item: pytest.Item) -> int:
-    """0 for a test of a module marked ``slow``, 1 for one needing a kube-apiserver, 2 else."""
-    if item.get_closest_marker("slow"):
-        return 0
-    return 1 if item.get_closest_marker("kube") else 2
 
 
 # LBR_TEST_CPU=<file>: each test's wall time and CPU time (this process's and its children's
