@@ -5,6 +5,8 @@
 * :mod:`.resources`: one builder per kind of resource (load balancer, a port's listener chain,
   floating IP, security group);
 * :mod:`.lookups`: fills the holes the pure model leaves to the cloud, with Pulumi data sources;
+* :mod:`.recorded`: those lookups as the program makes them, recorded by ``up`` (the output
+  ``lookups``) and replayed by a preview without the cloud;
 * :mod:`.shared`: whether a Service may join a shared load balancer (pure);
 * :mod:`.vocabulary`: the logical names, type tokens, cloud collections, configuration keys
   and URNs the program, the engine and the CLI must spell alike (pure; imports nothing of the

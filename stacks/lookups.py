@@ -55,6 +55,7 @@ __all__ = [
     "existing_floating_ip",
     "external_network_id",
     "floating_subnet_id",
+    "network_name",
     "node_port",
     "shared_load_balancer",
     "subnet_cidr",
@@ -251,6 +252,11 @@ def floating_subnet_id(fip: FloatingIpSpec, network_id: str) -> str | None:
         f"{wanted}: no IPv4 subnet of floating network {network_id} matches (its subnets: "
         f"{listed or 'none'}); change the pattern or tags, or set floating-subnet-id"
     )
+
+
+def network_name(network_id: str) -> str:
+    """A network's name (a floating IP's ``pool``)."""
+    return str(openstack.networking.get_network(network_id=network_id).name)
 
 
 def subnet_cidr(subnet_id: str) -> str:

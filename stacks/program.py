@@ -46,7 +46,10 @@ The resources are built in :mod:`stacks.resources`; this module composes them, i
 
 Exports: ``spec`` (JSON), ``spec_hash``, ``lb_id``, ``vip_address``, ``vip_port_id``,
 ``floating_ip`` (None when there is none), ``shared`` (whether the LB is someone else's),
-``vip_subnet_id`` and the floating IP's ``fip_network_id`` and ``fip_subnet_id`` as resolved.
+``vip_subnet_id`` and the floating IP's ``fip_network_id`` and ``fip_subnet_id`` as resolved,
+``fip_keep``, and ``lookups``: every answer the cloud gave the program's lookups (networks,
+subnets, ports), keyed by the lookup and its inputs, which a preview without cloud credentials
+replays (:mod:`stacks.recorded`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import pulumi
 
 from reconciler.model.spec import LoadBalancerSpec
 from stacks import resources
+from stacks.recorded import Lookups
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
     CONFIG_NAMESPACE,
@@ -66,6 +70,8 @@ from stacks.vocabulary import (
     FIP_ASSOCIATION,
     IMPORTS_KEY,
     LB,
+    LOOKUPS_KEY,
+    LOOKUPS_OUTPUT,
     RELEASE_KEY,
     SECURITY_GROUP,
     SPEC_KEY,
@@ -84,11 +90,13 @@ def main() -> None:
     config = pulumi.Config(CONFIG_NAMESPACE)
     spec = LoadBalancerSpec.from_dict(json.loads(config.require(SPEC_KEY)))
     imports = json.loads(config.get(IMPORTS_KEY) or "{}")
+    recorded = config.get(LOOKUPS_KEY)
     declare(
         spec,
         release=config.get_bool(RELEASE_KEY) or False,
         imports=imports,
         child_delete_timeout=config.get(CHILD_DELETE_TIMEOUT_KEY) or DEFAULT_CHILD_DELETE_TIMEOUT,
+        look=Lookups(json.loads(recorded) if recorded is not None else None),
     )
 
 
@@ -122,18 +130,21 @@ def declare(
     release: bool = False,
     imports: Mapping[str, str] | None = None,
     child_delete_timeout: str = DEFAULT_CHILD_DELETE_TIMEOUT,
+    look: Lookups | None = None,
 ) -> None:
     """Declare every resource of ``spec`` and export the stack outputs.
 
     ``imports`` maps logical names to IDs of objects to adopt (see ``IMPORTS_KEY``);
-    ``child_delete_timeout`` see ``CHILD_DELETE_TIMEOUT_KEY``.
+    ``child_delete_timeout`` see ``CHILD_DELETE_TIMEOUT_KEY``; ``look`` makes the cloud
+    lookups (:mod:`stacks.recorded`; default: asking the cloud).
     """
     found = dict(imports or {})
+    look = look or Lookups()
     if spec.existing_lb_id:
-        lb = resources.existing_load_balancer(spec, spec.existing_lb_id)
+        lb = resources.existing_load_balancer(spec, spec.existing_lb_id, look)
         vip_subnet: str | None = None
     else:
-        vip = resources.vip_placement(spec)
+        vip = resources.vip_placement(spec, look)
         vip_subnet = vip.subnet_id
         lb = resources.own_load_balancer(spec, vip, release=release, imports=found)
     previous = lb.resource
@@ -144,10 +155,10 @@ def declare(
     fip = (
         None
         if lb.resource is None
-        else resources.floating_ip(spec, lb, release=release, imports=found)
+        else resources.floating_ip(spec, lb, look, release=release, imports=found)
     )
     floating_ip = lb.floating_ip if lb.resource is None else (fip.address if fip else None)
-    resources.security_group(spec, vip_subnet, imports=found)
+    resources.security_group(spec, vip_subnet, look, imports=found)
     pulumi.export("spec", spec.canonical_json())
     pulumi.export("spec_hash", spec.spec_hash())
     pulumi.export("lb_id", lb.id)
@@ -164,3 +175,5 @@ def declare(
         fip is not None and fip.created and spec.floating_ip is not None and spec.floating_ip.keep
     )
     pulumi.export("fip_keep", keep)
+    # what was looked up in the cloud, for a preview without it (stacks.recorded)
+    pulumi.export(LOOKUPS_OUTPUT, look.found)

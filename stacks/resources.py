@@ -22,8 +22,8 @@ import pulumi_openstack as openstack
 
 from reconciler.model.annotations import LOAD_BALANCER_ID
 from reconciler.model.spec import ListenerSpec, LoadBalancerSpec
-from stacks import lookups
 from stacks.lookups import InvalidSpecError
+from stacks.recorded import Lookups
 from stacks.shared import shared_problems
 from stacks.vocabulary import (
     FIP,
@@ -81,14 +81,14 @@ class Vip:
     port_id: str | None = None
 
 
-def vip_placement(spec: LoadBalancerSpec) -> Vip:
+def vip_placement(spec: LoadBalancerSpec, look: Lookups) -> Vip:
     """The spec's VIP port, or subnet and/or network; else the autodetected subnet."""
     if spec.vip_port_id:
         return Vip(port_id=spec.vip_port_id)
     if spec.vip_subnet_id or spec.vip_network_id:
-        lookups.check_vip_family(spec)  # a subnet or network of the other family is an error
+        look.check_vip_family(spec)  # a subnet or network of the other family is an error
         return Vip(subnet_id=spec.vip_subnet_id, network_id=spec.vip_network_id)
-    return Vip(subnet_id=lookups.vip_subnet_id(spec))
+    return Vip(subnet_id=look.vip_subnet_id(spec))
 
 
 def own_load_balancer(
@@ -119,14 +119,14 @@ def own_load_balancer(
     return Target(lb.id, lb.vip_address, lb.vip_port_id, lb)
 
 
-def existing_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> Target:
+def existing_load_balancer(spec: LoadBalancerSpec, lb_id: str, look: Lookups) -> Target:
     """The load balancer a shared Service goes on, once it may (:mod:`stacks.shared`)."""
     if spec.internal:
         raise InvalidSpecError(
             "an internal Service cannot share a load balancer (its floating IP would expose it); "
             f"remove {LOAD_BALANCER_ID} or the internal annotation"
         )
-    shared = lookups.shared_load_balancer(spec, lb_id)
+    shared = look.shared_load_balancer(spec, lb_id)
     if spec.name not in shared.other_services and len(shared.other_services) >= (
         spec.max_shared_lb
     ):
@@ -136,7 +136,7 @@ def existing_load_balancer(spec: LoadBalancerSpec, lb_id: str) -> Target:
             "allows; raise max-shared-lb in cloud.conf or use another load balancer"
         )
     fip = spec.floating_ip
-    wants_fip = fip is not None and bool(fip.network_id or lookups.external_network_id())
+    wants_fip = fip is not None and bool(fip.network_id or look.external_network_id())
     problems = shared_problems(spec, shared, wants_floating_ip=wants_fip)
     if problems:
         raise InvalidSpecError(f"cannot share load balancer {lb_id}: " + "; ".join(problems))
@@ -239,24 +239,29 @@ class FloatingIp:
 
 
 def floating_ip(
-    spec: LoadBalancerSpec, lb: Target, *, release: bool, imports: Mapping[str, str]
+    spec: LoadBalancerSpec,
+    lb: Target,
+    look: Lookups,
+    *,
+    release: bool,
+    imports: Mapping[str, str],
 ) -> FloatingIp | None:
     """Declare the floating IP and its association (None: no FIP)."""
     fip = spec.floating_ip
     if fip is None or spec.internal:
         return None
-    network_id = fip.network_id or lookups.external_network_id()
+    network_id = fip.network_id or look.external_network_id()
     if network_id is None:
         return None
     address: pulumi.Input[str]
     subnet_id: str | None = None
-    existing = lookups.existing_floating_ip(fip.address) if fip.address else None
+    existing = look.existing_floating_ip(fip.address) if fip.address else None
     users_own = existing is not None and existing.description != fip.description
     if existing is not None and users_own:
         address = existing.address  # the user's floating IP: only associate it
     else:
-        pool = openstack.networking.get_network(network_id=network_id).name
-        subnet_id = lookups.floating_subnet_id(fip, network_id)
+        pool = look.network_name(network_id)
+        subnet_id = look.floating_subnet_id(fip, network_id)
         created = openstack.networking.FloatingIp(
             FIP,
             pool=pool,
@@ -284,7 +289,7 @@ def floating_ip(
 
 
 def security_group(
-    spec: LoadBalancerSpec, vip_subnet: str | None, *, imports: Mapping[str, str]
+    spec: LoadBalancerSpec, vip_subnet: str | None, look: Lookups, *, imports: Mapping[str, str]
 ) -> None:
     """The security group (``manage-security-groups``), its rules, and its association with the
     port of each member Node; nothing when the spec has none."""
@@ -308,7 +313,7 @@ def security_group(
                     "manage-security-groups needs the member subnet; set member-subnet-id or "
                     "subnet-id in cloud.conf"
                 )
-            cidr = cidr or lookups.subnet_cidr(member_subnet)
+            cidr = cidr or look.subnet_cidr(member_subnet)
             prefix = cidr
         openstack.networking.SecGroupRule(
             sg_rule_name(
@@ -328,7 +333,7 @@ def security_group(
         )
     addresses = sorted({m.address for li in spec.listeners for m in li.pool.members})
     for address in addresses:
-        port = lookups.node_port(address)
+        port = look.node_port(address)
         if port is None:
             continue  # a Node without a Neutron port here: nothing to attach the group to
         openstack.networking.PortSecGroupAssociate(

@@ -57,10 +57,13 @@ __all__ = [
     "LISTENER_PREFIX",
     "LISTENER_TYPE",
     "LOADBALANCERS",
+    "LOOKUPS_KEY",
+    "LOOKUPS_OUTPUT",
     "MEMBERS_PREFIX",
     "MEMBERS_TYPE",
     "MONITOR_PREFIX",
     "MONITOR_TYPE",
+    "NOT_CHECKED_MARKER",
     "POOLS",
     "POOL_PREFIX",
     "POOL_TYPE",
@@ -112,6 +115,12 @@ IMPORTS_KEY = "imports"
 # the operation fails and the engine recovers (engine_errored).
 CHILD_DELETE_TIMEOUT_KEY = "child-delete-timeout"
 DEFAULT_CHILD_DELETE_TIMEOUT = "2m"
+# Set by a preview that does not ask the cloud (CI without cloud credentials): the stack's
+# output `lookups` of its last `up` (JSON), which the program replays instead of asking the
+# cloud (stacks.recorded). Absent: every lookup asks the cloud.
+LOOKUPS_KEY = "lookups-recorded"
+# The output in which the program records what it looked up in the cloud.
+LOOKUPS_OUTPUT = "lookups"
 
 # --- logical names --------------------------------------------------------------------------------
 
@@ -256,3 +265,7 @@ FIP_DESCRIPTION_MARKER = "Floating IP for Kubernetes external service"
 # a full shared load balancer ...): the engine classifies such a failure as the user's to fix
 # (reconciler.engine.errors), not as the cloud's.
 INVALID_SPEC_MARKER = "lb-reconciler invalid spec:"
+
+# The start of the warning a replaying preview gives for a lookup it could not replay
+# (stacks.recorded): the engine lists the rest of the message as not checked.
+NOT_CHECKED_MARKER = "lb-reconciler not checked:"

@@ -6,7 +6,8 @@
 * :mod:`.version`: ``--version`` (the commit, the ``pulumi`` and plugin versions it needs);
 * ``run``: :mod:`.run` (the controller's flags; the controller is :mod:`reconciler.controller`);
 * ``preview``: :mod:`.preview` (the command), :mod:`.manifests` and :mod:`.preview_plan` (which
-  Services, from manifest files; pure), :mod:`.preview_report` (pure);
+  Services, from manifest files; pure), :mod:`.preview_report` (pure), :mod:`.preview_offline`
+  (when the cloud is asked, what is said as not checked; pure);
 * ``adopt``: :mod:`.adopt` (the command), :mod:`.adopt_report` (pure);
 * ``preflight``: :mod:`.preflight` (the command, adopt's dry run writing nothing),
   :mod:`.preflight_plan` (the verdicts; pure);

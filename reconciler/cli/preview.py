@@ -13,9 +13,12 @@ applied spec read to fill in the ``uid`` and node ports, and a Pulumi preview ru
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, NoReturn
 
 from reconciler.cli.common import (
@@ -30,13 +33,23 @@ from reconciler.cli.common import (
     open_engine,
 )
 from reconciler.cli.manifests import load
+from reconciler.cli.preview_offline import (
+    NEW_WITHOUT_NODES_NOTE,
+    NO_CREDENTIALS_FOR_REFRESH,
+    NODES_FROM_STATE_NOTE,
+    TAKES_OVER_NOTE,
+    has_credentials,
+    offline_notes,
+)
 from reconciler.cli.preview_plan import (
     InputError,
     Target,
     build,
     complete,
+    nodes_from_spec,
     nodes_of,
     select_services,
+    selector_labels,
 )
 from reconciler.cli.preview_report import (
     PreviewReport,
@@ -53,8 +66,9 @@ from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.engine.adopt.stack import examine_take_over
 from reconciler.engine.errors import EngineError
 from reconciler.engine.openstack.client import OpenStackRestError
-from reconciler.engine.plan import StackInfo
-from reconciler.engine.stack import Engine
+from reconciler.engine.plan import StackInfo, applied_spec_from
+from reconciler.engine.preview_offline import recorded_lookups
+from reconciler.engine.sandbox import Sandbox, SandboxError
 from reconciler.model import ServiceRef
 
 __all__ = ["register"]
@@ -63,28 +77,36 @@ HELP = """\
 Preview what applying Service manifests would do to the cloud, without changing anything.
 
 Each Service of type LoadBalancer that the controller would serve gets its spec built as the
-controller builds it (annotations, cloud.conf, the Nodes), and a Pulumi preview runs against its
-stack (a throw-away new stack for a new Service). Per Service: the load balancer, listeners,
-pools, members, monitors and floating IP that would be created, updated, replaced or deleted,
-with the properties that change, and a warning when the external IP would change. A new
-Service whose load balancer already exists (made by OCCM) shows the import the controller would
-do instead of a create, or, when taking it over is not safe, fails with the reason.
+controller builds it (annotations, cloud.conf, the Nodes), and a Pulumi preview runs against a
+copy of its stack in a temporary folder: the backend is only read (read-only credentials are
+enough), and a new Service's stack is made in that folder, never on the backend. Per Service:
+the load balancer, listeners, pools, members, monitors and floating IP that would be created,
+updated, replaced or deleted, with the properties that change, and a warning when the external
+IP would change.
+
+The cloud is asked only when cloud credentials are given (a password or application credential
+in cloud.conf, or OS_PASSWORD / OS_APPLICATION_CREDENTIAL_SECRET / OS_TOKEN). Without them (CI),
+what the program looks up in the cloud (networks, subnets, ports) is what each stack's last
+apply found, and each Service lists what could not be checked. With them, a new Service whose
+load balancer already exists (made by OCCM) shows the import the controller would do, and
+--refresh reads each load balancer from the cloud first.
 
 Manifests (-f, repeatable): files, folders (*.yaml, *.yml, *.json below them) or - for stdin;
 multi-document YAML, kind: List (kubectl get -o yaml), helm template output. Other documents,
 Services of another type and Services of a class the controller does not serve are listed as
-skipped. Nodes come from the cluster (--kubeconfig, default $KUBECONFIG) or from --nodes FILE
-(kubectl get nodes -o yaml). The stack flags are the controller's; PULUMI_CONFIG_PASSPHRASE must
-be its passphrase.
+skipped. Nodes come from the cluster (--kubeconfig, default $KUBECONFIG), from --nodes FILE
+(kubectl get nodes -o yaml), or from each stack (--nodes-from-state: only what the manifests
+change shows). The stack flags are the controller's. PULUMI_CONFIG_PASSPHRASE is needed only
+for a stack that still holds secrets (written before 0.2).
 
 exit codes: 0 nothing would change; 2 something would change; 1 invalid input (each problem
 names the file, the Service, the field and the fix) or a preview failed.
 
 examples:
-  lb-reconciler preview -f deploy/services/ --cloud-config cloud.conf \\
-      --state-dir ./lbr-state --cluster-name prod
+  lb-reconciler preview -f deploy/services/ --nodes-from-state --cloud-config cloud.conf \\
+      --backend-url postgres://ci-reader@db/lbr --cluster-name prod -o markdown
   helm template ./chart | lb-reconciler preview -f - --nodes nodes.yaml \\
-      --cloud-config cloud.conf --backend-url s3://bucket/lbr --cluster-name prod -o markdown
+      --cloud-config cloud.conf --backend-url s3://bucket/lbr --cluster-name prod
 """
 
 
@@ -122,8 +144,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="a manifest file, a folder of them, or - for stdin (repeatable)",
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--nodes", metavar="FILE", help="Node objects (YAML/JSON) instead of the cluster's Nodes"
+    )
+    where.add_argument(
+        "--nodes-from-state",
+        action="store_true",
+        help="the Nodes each stack was last applied with (no cluster access; a new Service is "
+        "previewed without members)",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="read each load balancer's objects from the cloud first (needs cloud credentials; "
+        "without them nothing is asked of the cloud)",
     )
     p.add_argument(
         "--namespace",
@@ -172,43 +207,51 @@ def _check(
     return errors
 
 
-def _preview_one(
-    engine: Engine,
-    target: Target,
-    info: StackInfo | None,
-    *,
-    nodes: Sequence[Mapping[str, Any]],
-    config: CloudConfig,
-    settings: ControllerSettings,
-) -> ServiceReport:
+@dataclass(frozen=True)
+class _Run:
+    """What every Service's preview shares."""
+
+    sandbox: Sandbox
+    config: CloudConfig
+    settings: ControllerSettings
+    nodes: Sequence[Mapping[str, Any]] | None  # None: each stack's own (--nodes-from-state)
+    asks_cloud: bool
+    refresh: bool
+
+
+def _preview_one(run: _Run, target: Target, info: StackInfo | None) -> ServiceReport:
     meta = target.service["metadata"]
     ref = ServiceRef(meta["namespace"], meta["name"], info.uid if info else "")
-    stack = engine.stack(service=ref)
-    base = ServiceReport(target.key, target.where, stack.name, "failed", new=info is None)
+    base = ServiceReport(target.key, target.where, "", "failed", new=info is None)
     try:
-        applied = stack.applied_spec() if info is not None else None
+        stack = run.sandbox.stack(ref, copy=info is not None)
+        base = replace(base, stack=stack.name)
+        outputs, deployment = run.sandbox.outputs_and_state(stack)
+        applied = applied_spec_from(outputs) if outputs else None
         service, notes = complete(target.service, applied)
+        nodes = run.nodes
+        if nodes is None:
+            nodes = nodes_from_spec(applied, selector_labels(target.service, run.config))
+            notes = (*notes, NODES_FROM_STATE_NOTE if info else NEW_WITHOUT_NODES_NOTE)
         spec, errors, notices = build(
-            target, service, nodes=nodes, config=config, settings=settings
+            target, service, nodes=nodes, config=run.config, settings=run.settings
         )
         if spec is None:
             return replace(base, error="; ".join(str(e) for e in errors))
-        stack = engine.stack(service=spec.service)
-        taken = examine_take_over(stack, spec) if info is None else None
+        stack = run.sandbox.engine.stack(service=spec.service)
+        taken = examine_take_over(stack, spec) if info is None and run.asks_cloud else None
         if taken is not None and taken.refusal is not None:
             return replace(base, error=f"the controller would refuse it: {taken.refusal}")
         if taken is not None and taken.outcome is not None:
             outcome = taken.outcome
-            notes = (
-                *notes,
-                f"takes over {taken.what}, made before (by OCCM, or by a stack that was lost): "
-                "its objects are imported, not created again, and its external IP stays "
-                "(docs/adopt.md)",
-            )
+            notes = (*notes, TAKES_OVER_NOTE.format(what=taken.what))
         else:
-            outcome = stack.preview(spec)
-    except (EngineError, OpenStackRestError) as exc:  # this Service fails, the others go on
-        return replace(base, error=str(exc))
+            recorded = None if run.asks_cloud else recorded_lookups(outputs, deployment)
+            outcome = stack.preview(spec, recorded=recorded, refresh=run.refresh)
+    except (EngineError, OpenStackRestError, SandboxError) as exc:
+        return replace(base, error=str(exc))  # this Service fails, the others go on
+    if not run.asks_cloud:
+        notes = (*notes, *offline_notes(outcome.unchecked, new=info is None, name=spec.name))
     rows = rows_from_steps(outcome.steps)
     current = info.external_ip if info else None
     return replace(
@@ -231,7 +274,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     errors = [str(e) for e in loaded.errors] + [str(e) for e in selected]
     config = load_cloud_config(args.cloud_config)
     nodes: list[Mapping[str, Any]] = []
-    if targets:
+    if targets and not args.nodes_from_state:
         nodes, node_errors = _nodes(args)
         errors += node_errors
         errors += [str(e) for e in _check(targets, nodes=nodes, config=config, settings=settings)]
@@ -246,24 +289,29 @@ def cmd_preview(args: argparse.Namespace) -> int:
     keys = {t.key for t in targets}
     gone = [s for s in skipped if s.key and s.key not in keys]
     if targets or gone:
-        engine = open_engine(args, config)
+        engine = open_engine(args, config, decrypts=False)
+        asks_cloud = has_credentials(config.auth, os.environ)
+        if args.refresh and not asks_cloud:
+            raise CommandError(NO_CREDENTIALS_FOR_REFRESH)
         try:
             with progress("listing stacks"):
                 stacks = {info.key: info for info in engine.stacks()}
         except EngineError as exc:
             raise CommandError(str(exc)) from None
-        for target in targets:
-            with progress(f"previewing {target.key}"):
-                services.append(
-                    _preview_one(
-                        engine,
-                        target,
-                        stacks.get(target.key),
-                        nodes=nodes,
-                        config=config,
-                        settings=settings,
-                    )
-                )
+        with tempfile.TemporaryDirectory(prefix="lbr-preview-") as folder:
+            run = _Run(
+                sandbox=Sandbox(
+                    engine, Path(folder), passphrase=os.environ.get("PULUMI_CONFIG_PASSPHRASE")
+                ),
+                config=config,
+                settings=settings,
+                nodes=None if args.nodes_from_state else nodes,
+                asks_cloud=asks_cloud,
+                refresh=args.refresh,
+            )
+            for target in targets:
+                with progress(f"previewing {target.key}"):
+                    services.append(_preview_one(run, target, stacks.get(target.key)))
         for skip in gone:
             info = stacks.get(str(skip.key))
             if info is not None:

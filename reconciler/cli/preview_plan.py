@@ -28,7 +28,9 @@ from reconciler.cli.manifests import Document
 from reconciler.config import CloudConfig
 from reconciler.controller.sync_plan import ControllerSettings, plan_ensure
 from reconciler.model import LoadBalancerSpec, wants_load_balancer
+from reconciler.model.annotations import NODE_SELECTOR
 from reconciler.model.errors import annotation_field
+from reconciler.model.nodes import parse_node_selector
 
 __all__ = [
     "InputError",
@@ -36,8 +38,10 @@ __all__ = [
     "Target",
     "build",
     "complete",
+    "nodes_from_spec",
     "nodes_of",
     "select_services",
+    "selector_labels",
 ]
 
 NODE_PORT_TOP = 32767  # the default --service-node-port-range is 30000-32767
@@ -254,3 +258,38 @@ def build(
         for e in plan.errors
     ]
     return plan.spec, errors, plan.notices
+
+
+def selector_labels(service: Mapping[str, Any], config: CloudConfig) -> dict[str, str]:
+    """The labels the Service's ``node-selector`` asks for (its annotation, else cloud.conf's)."""
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(NODE_SELECTOR)
+    if not isinstance(text, str):
+        text = config.load_balancer.node_selector
+    return dict(parse_node_selector(text=text or "").terms)
+
+
+def nodes_from_spec(
+    applied: LoadBalancerSpec | None, labels: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The Nodes a stack was last applied with (``--nodes-from-state``): one per member, with
+    its name and address, ``labels`` (what the Service's node-selector asks for: they matched
+    it then) and nothing that would leave it out."""
+    if applied is None:
+        return []
+    found: dict[str, str] = {}
+    for listener in applied.listeners:
+        for member in listener.pool.members:
+            found.setdefault(member.name, member.address)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels)},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": address}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        for name, address in sorted(found.items())
+    ]

@@ -16,7 +16,10 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
   :mod:`.cli`: the ``pulumi`` command the Automation API runs, and its children's environment;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's
-  engine events turned into them, and into drift;
+  engine events turned into them, and into drift; :mod:`.preview_run`: one stack's preview;
+  :mod:`.preview_offline`: a preview without the cloud (the program's recorded lookups
+  replayed, what could not be checked); :mod:`.sandbox`: previews on a throw-away copy of the
+  stacks, so that the backend is only read (above :mod:`.stack`, which it uses);
 * :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
 * :mod:`.recovery`: pending creates, torn sidecars, hanging ``pulumi`` children;
   :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;

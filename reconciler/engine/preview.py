@@ -53,6 +53,8 @@ class PreviewOutcome:
     # create-only fields the Service asks to change, which the load balancer keeps
     # (reconciler.model.frozen): one message each
     frozen: tuple[str, ...] = ()
+    # what a preview without the cloud could not check (stacks.recorded): one phrase each
+    unchecked: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pulumi import automation as auto
 
@@ -62,7 +62,6 @@ from reconciler.engine.errors import EngineError
 from reconciler.engine.handle import StackHandle, quiet
 from reconciler.engine.lb_tags import add_tags
 from reconciler.engine.listing import list_stacks
-from reconciler.engine.lost import lost_lookups
 from reconciler.engine.members_direct import update_members_without_cli
 from reconciler.engine.plan import (
     HASH_TAG,
@@ -73,9 +72,8 @@ from reconciler.engine.plan import (
     outputs_from_tags,
     should_skip,
 )
-from reconciler.engine.preview import PreviewOutcome, ResourceStep
-from reconciler.engine.preview_events import step_from_event
-from reconciler.engine.recovery import recover_pending
+from reconciler.engine.preview import PreviewOutcome
+from reconciler.engine.preview_run import run_preview
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.engine.stack_meta import plain_outputs
 from reconciler.engine.stack_spec import (
@@ -90,13 +88,6 @@ from reconciler.engine.state.locks import Cleared, clear_stale_locks
 from reconciler.engine.state.store import BucketError
 from reconciler.engine.tags import StackTags
 from reconciler.model.spec import LoadBalancerSpec, ServiceRef
-from stacks.vocabulary import (
-    CHILD_DELETE_TIMEOUT_KEY,
-    CONFIG_NAMESPACE,
-    IMPORTS_KEY,
-    RELEASE_KEY,
-    SPEC_KEY,
-)
 
 __all__ = [
     "DeleteResult",
@@ -295,74 +286,17 @@ class ServiceStack(StackHandle):
         return EnsureResult(changed=False, spec_hash=digest, outputs=outputs, frozen=wanted.frozen)
 
     def preview(
-        self, spec: LoadBalancerSpec, *, imports: Mapping[str, str] | None = None
+        self,
+        spec: LoadBalancerSpec,
+        *,
+        imports: Mapping[str, str] | None = None,
+        recorded: Mapping[str, Any] | None = None,
+        refresh: bool = False,
     ) -> PreviewOutcome:
-        """What ``ensure(spec)`` would do, resource by resource, changing nothing.
-
-        ``imports`` ({logical name: cloud ID}) previews adopting existing objects. The stack is
-        left as it was: its state is not written (what a crash left pending is looked up, as
-        ``ensure`` would, but not repaired), its config file is put back byte for byte, and a
-        stack that did not exist (a new Service) is removed again with its work folder.
-        """
-        stack = self.open_stack(create=False, writes=False)
-        existed = stack is not None
-        config_file = self.work_dir / f"Pulumi.{self.name}.yaml"
-        saved_config = config_file.read_bytes() if existed and config_file.exists() else None
-        stack = stack or self.open_stack(create=True, writes=False)
-        assert stack is not None
-        steps: list[ResourceStep] = []
-
-        def on_event(event: auto.EngineEvent) -> None:
-            pre = event.resource_pre_event
-            if pre is not None and pre.metadata.op.value != "same":
-                steps.append(step_from_event(pre.metadata))
-
-        try:
-            tags = self.tags_of(stack).read() if existed else self.wanted_tags()
-            wanted = stack_spec(spec, tags=tags)
-            spec = wanted.spec
-            pending = recover_pending(
-                stack=stack,
-                stack_name=self.name,
-                rest=self.engine.rest(),
-                carried=self.carried_imports_of() if existed else None,
-                lost=lost_lookups(spec) if existed else (),
-                repair=False,
-                store=self.engine.store_or_none(),
-            ).imports
-            saved, self.imports = self.imports, {**self.imports, **pending}
-            self.imports.update(imports or {})
-            try:
-                self.configure_stack(stack, spec)
-            finally:
-                self.imports = saved
-            result = self.deadline(
-                lambda: stack.preview(on_output=quiet, on_event=on_event),
-                stack=stack,
-                doing="preview",
-            )
-        finally:
-            self._restore_after_preview(stack, existed=existed, config=saved_config)
-        counts = {str(k): int(v) for k, v in result.change_summary.items()}
-        return PreviewOutcome(counts, tuple(steps), tuple(f.message() for f in wanted.frozen))
-
-    def _restore_after_preview(
-        self, stack: auto.Stack, *, existed: bool, config: bytes | None
-    ) -> None:
-        if not existed:
-            with contextlib.suppress(auto.CommandError):
-                stack.workspace.remove_stack(self.name)
-            self.forget()
-            return
-        if config is not None:  # as it was: secrets keep their ciphertext
-            (self.work_dir / f"Pulumi.{self.name}.yaml").write_bytes(config)
-            return
-        # No config file here before (another machine's state dir, same backend): drop what
-        # the preview set apart from the provider's credentials, which any operation sets.
-        names = (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY, CHILD_DELETE_TIMEOUT_KEY)
-        keys = [f"{CONFIG_NAMESPACE}:{k}" for k in names]
-        with contextlib.suppress(auto.CommandError):
-            stack.remove_all_config(keys)
+        """What ``ensure(spec)`` would do, resource by resource, changing nothing
+        (:func:`.preview_run.run_preview`: ``imports`` previews adopting existing objects,
+        ``recorded`` previews without the cloud, ``refresh`` reads the cloud first)."""
+        return run_preview(self, spec, imports=imports, recorded=recorded, refresh=refresh)
 
     def applied_spec(self) -> LoadBalancerSpec | None:
         """The spec of the last successful ``up`` (the stack's ``spec`` output); None when there

@@ -229,6 +229,7 @@ PURE = [
     "reconciler.cli.preview_report",
     "reconciler.cli.sweep_plan",
     "reconciler.cli.stacks_report",
+    "reconciler.cli.preview_offline",
 ]
 
 
@@ -248,6 +249,7 @@ def test_the_pulumi_finder_finds_it() -> None:
     assert _pulumi_importers("stacks.program") == [
         "stacks.lookups",
         "stacks.program",
+        "stacks.recorded",
         "stacks.resources",
     ]
     assert "reconciler.engine.preview_events" in _pulumi_importers("reconciler.engine.stack")

@@ -48,10 +48,18 @@ def test_help_has_a_description_examples_and_exit_codes(
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "without changing anything" in out
-    assert "lb-reconciler preview -f deploy/services/ --cloud-config cloud.conf" in out
+    assert "lb-reconciler preview -f deploy/services/ --nodes-from-state --cloud-config" in out
     assert "helm template ./chart | lb-reconciler preview -f -" in out
     assert "exit codes: 0 nothing would change; 2 something would change; 1 invalid" in out
-    for flag in ("--nodes", "--namespace", "--output", "--state-dir", "--kubeconfig"):
+    for flag in (
+        "--nodes",
+        "--nodes-from-state",
+        "--refresh",
+        "--namespace",
+        "--output",
+        "--state-dir",
+        "--kubeconfig",
+    ):
         assert flag in out
 
 

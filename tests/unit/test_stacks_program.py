@@ -254,3 +254,44 @@ print(errors)
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def run_looking(spec: LoadBalancerSpec, look: Any) -> Mocks:
+    from stacks.program import declare
+
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, preview=True)
+    pulumi.runtime.test(lambda: declare(spec, look=look))()
+    return mocks
+
+
+def test_lookups_are_recorded_and_replayed_without_asking_the_cloud(config: Any) -> None:
+    from stacks.recorded import UNKNOWN, Lookups
+
+    spec = spec_of(config=config)  # subnet-id given: its family is checked; the FIP network found
+    asked = Lookups()
+    online = run_looking(spec, asked)
+    assert online.calls  # the cloud was asked
+    assert set(asked.found) == {
+        f"vip-family {SUBNET} None IPv4",
+        "external-network",
+        f"network-name {EXTERNAL}",
+    }
+    assert asked.found["external-network"] == EXTERNAL
+    assert asked.found[f"network-name {EXTERNAL}"] == "public"
+
+    replayed = Lookups(recorded=json.loads(json.dumps(asked.found)))  # as the output keeps it
+    offline = run_looking(spec, replayed)
+    assert offline.calls == []  # nothing asked
+    assert replayed.unchecked == []
+    assert {r.name: r.inputs for r in offline.resources} == {
+        r.name: r.inputs for r in online.resources
+    }
+
+    # nothing recorded (a new Service): placeholders, each lookup said, still nothing asked
+    new = Lookups(recorded={})
+    fresh = run_looking(spec, new)
+    assert fresh.calls == []
+    assert by_name(fresh)["fip"].inputs["pool"] == UNKNOWN
+    assert len(new.unchecked) == 2  # the VIP subnet's family, the external network
+    assert any("external network" in what for what in new.unchecked)

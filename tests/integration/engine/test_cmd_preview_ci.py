@@ -1,0 +1,105 @@
+"""`lb-reconciler preview` as CI runs it: read access to the backend and nothing else.
+
+The controller's engine brings ``default/web`` up (the program records its cloud lookups). Then
+a pull-request folder is previewed the way docs/preview.md's CI recipe does: a state dir of its
+own, the controller's backend, Nodes from the state, no passphrase, and a cloud.conf with no
+credential whose Keystone does not even answer (a closed port). The manifest as in git previews
+as unchanged (the lookups replayed from the stack give the same VIP subnet and floating
+network); a port added and a new Service preview as changes (exit 2) with what could not be
+checked listed; and the backend is byte for byte as before: no stack, lock, history or table
+written, a new Service's stack made only in the throw-away copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from pathlib import Path
+
+import pytest
+
+from reconciler.cli.main import main
+from tests.emulated import cloud_conf_text, subnet_line
+from tests.integration.engine.conftest import CLUSTER, Env
+from tests.integration.engine.test_cmd_preview import brought_up, manifest
+
+pytestmark = pytest.mark.slow
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: connections are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def files_of(folder: Path) -> dict[str, str]:
+    """Every file below ``folder`` and the digest of its bytes."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
+    env: Env,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    commands_env: pytest.MonkeyPatch,
+) -> None:
+    engine, stack, _ = brought_up(env)
+    try:
+        assert stack.applied_spec() is not None
+        backend = engine.settings.backend
+        backend_folder = Path(backend.removeprefix("file://"))
+        before = files_of(backend_folder)
+
+        # CI's environment: no passphrase, no OpenStack credential, no cluster
+        for name in ("PULUMI_CONFIG_PASSPHRASE", "OS_PASSWORD", "OS_TOKEN", "KUBECONFIG"):
+            commands_env.delenv(name, raising=False)
+        unreachable = {
+            **env.topo,
+            "auth_url": f"http://127.0.0.1:{closed_port()}/v3",
+            "password": "",
+        }
+        conf = tmp_path / "cloud.conf"
+        conf.write_text(cloud_conf_text(unreachable, subnet_line(env.topo)))
+        pr = tmp_path / "pr"
+        pr.mkdir()
+        base = [
+            "preview",
+            *("--cloud-config", str(conf)),
+            *("--state-dir", str(tmp_path / "ci-state")),
+            *("--backend-url", backend),
+            *("--cluster-name", CLUSTER),
+            "--nodes-from-state",
+            *("-f", str(pr)),
+        ]
+
+        (pr / "web.yaml").write_text(manifest("web"))
+        code = main(base)
+        out, err = capsys.readouterr()
+        assert code == 0, out + err
+        assert "no changes" in out
+        assert "not checked" not in out  # every lookup of web was replayed
+
+        two = [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
+        (pr / "web.yaml").write_text(manifest("web", ports=two))
+        (pr / "api.yaml").write_text(manifest("api"))
+        code = main([*base, "-o", "markdown"])
+        out, err = capsys.readouterr()
+        assert code == 2, out + err
+        assert "`default/web`" in out
+        assert "`default/api`" in out
+        assert "`listener-tcp-443`" in out  # the new port's chain ...
+        assert "`listener-tcp-80`" in out  # ... and the new Service's
+        assert "the Nodes the stack was last applied with" in out
+        # api is new: what its program would ask the cloud is listed, not asked
+        assert "not checked (no cloud credentials): that the VIP subnet-id" in out
+        assert "whether a load balancer named" in out
+
+        assert files_of(backend_folder) == before
+        assert not list((tmp_path / "ci-state").rglob("Pulumi.*.yaml"))
+    finally:
+        stack.delete()
