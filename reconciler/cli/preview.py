@@ -265,6 +265,13 @@ def _preview_one(run: _Run, target: Target, info: StackInfo | None) -> ServiceRe
     )
 
 
+def _reading(args: argparse.Namespace, work: Path) -> argparse.Namespace:
+    """``args`` with the work folders in ``work``: the backend is ``--backend-url``, else the
+    ``file://`` one in ``--state-dir``, which is not written (nor made, if it is missing)."""
+    backend = args.backend_url or (Path(args.state_dir) / "backend").absolute().as_uri()
+    return argparse.Namespace(**{**vars(args), "state_dir": str(work), "backend_url": backend})
+
+
 def cmd_preview(args: argparse.Namespace) -> int:
     settings = controller_settings(args)
     loaded = load(args.filename, stdin=sys.stdin)
@@ -289,16 +296,17 @@ def cmd_preview(args: argparse.Namespace) -> int:
     keys = {t.key for t in targets}
     gone = [s for s in skipped if s.key and s.key not in keys]
     if targets or gone:
-        engine = open_engine(args, config, decrypts=False)
         asks_cloud = has_credentials(config.auth, os.environ)
         if args.refresh and not asks_cloud:
             raise CommandError(NO_CREDENTIALS_FOR_REFRESH)
-        try:
-            with progress("listing stacks"):
-                stacks = {info.key: info for info in engine.stacks()}
-        except EngineError as exc:
-            raise CommandError(str(exc)) from None
         with tempfile.TemporaryDirectory(prefix="lbr-preview-") as folder:
+            # the state dir is only read (its file:// backend): work folders go in the copy's
+            engine = open_engine(_reading(args, Path(folder) / "source"), config, decrypts=False)
+            try:
+                with progress("listing stacks"):
+                    stacks = {info.key: info for info in engine.stacks()}
+            except EngineError as exc:
+                raise CommandError(str(exc)) from None
             run = _Run(
                 sandbox=Sandbox(
                     engine, Path(folder), passphrase=os.environ.get("PULUMI_CONFIG_PASSPHRASE")

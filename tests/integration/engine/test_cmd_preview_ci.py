@@ -100,6 +100,6 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
         assert "whether a load balancer named" in out
 
         assert files_of(backend_folder) == before
-        assert not list((tmp_path / "ci-state").rglob("Pulumi.*.yaml"))
+        assert not (tmp_path / "ci-state").exists()  # the state dir is not even made
     finally:
         stack.delete()
