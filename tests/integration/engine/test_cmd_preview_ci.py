@@ -1,13 +1,15 @@
 """`lb-reconciler preview` as CI runs it: read access to the backend and nothing else.
 
-The controller's engine brings ``default/web`` up (the program records its cloud lookups). Then
+On each kind of backend (file, postgres, s3), the controller's engine brings ``default/web`` up
+(the program records its cloud lookups). Then
 a pull-request folder is previewed the way docs/preview.md's CI recipe does: a state dir of its
-own, the controller's backend, Nodes from the state, no passphrase, and a cloud.conf with no
+own, the controller's backend through read-only credentials (the PostgreSQL role and the S3
+policy of examples/ci/), Nodes from the state, no passphrase, and a cloud.conf with no
 credential whose Keystone does not even answer (a closed port). The manifest as in git previews
 as unchanged (the lookups replayed from the stack give the same VIP subnet and floating
 network); a port added and a new Service preview as changes (exit 2) with what could not be
-checked listed; and the backend is byte for byte as before: no stack, lock, history or table
-written, a new Service's stack made only in the throw-away copy.
+checked listed; and every object of the backend is byte for byte as before: no stack, lock or
+history written, a new Service's stack made only in the throw-away copy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.main import main
+from tests.backends import Backend
 from tests.emulated import cloud_conf_text, subnet_line
 from tests.integration.engine.conftest import CLUSTER, Env
 from tests.integration.engine.test_cmd_preview import brought_up, manifest
@@ -33,27 +36,33 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def files_of(folder: Path) -> dict[str, str]:
-    """Every file below ``folder`` and the digest of its bytes."""
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+def objects_of(backend: Backend) -> dict[str, str]:
+    """Every object of the backend (read with the controller's credentials) and its digest."""
+    store = backend.store()
+    try:
+        return {
+            obj.key: hashlib.sha256(store.bucket.read(obj.key) or b"").hexdigest()
+            for obj in store.objects()
+        }
+    finally:
+        store.close()
 
 
 def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
-    env: Env,
+    backend_env: Env,
+    readonly_backend: Backend,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     commands_env: pytest.MonkeyPatch,
 ) -> None:
-    engine, stack, _ = brought_up(env)
+    env = backend_env
+    assert env.backend is not None
+    _, stack, _ = brought_up(env)
     try:
         assert stack.applied_spec() is not None
-        backend = engine.settings.backend
-        backend_folder = Path(backend.removeprefix("file://"))
-        before = files_of(backend_folder)
+        before = objects_of(env.backend)
+        for key, value in readonly_backend.env.items():  # CI's: read-only (s3: its own keys)
+            commands_env.setenv(key, value)
 
         # CI's environment: no passphrase, no OpenStack credential, no cluster
         for name in ("PULUMI_CONFIG_PASSPHRASE", "OS_PASSWORD", "OS_TOKEN", "KUBECONFIG"):
@@ -71,7 +80,7 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
             "preview",
             *("--cloud-config", str(conf)),
             *("--state-dir", str(tmp_path / "ci-state")),
-            *("--backend-url", backend),
+            *("--backend-url", readonly_backend.url),
             *("--cluster-name", CLUSTER),
             "--nodes-from-state",
             *("-f", str(pr)),
@@ -99,7 +108,7 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
         assert "not checked (no cloud credentials): that the VIP subnet-id" in out
         assert "whether a load balancer named" in out
 
-        assert files_of(backend_folder) == before
+        assert objects_of(env.backend) == before
         assert not (tmp_path / "ci-state").exists()  # the state dir is not even made
     finally:
         stack.delete()
