@@ -22,6 +22,7 @@ from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
 from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
 from reconciler.toolchain import check_versions
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
+from tests.readonly import read_only
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
 # ephemeral ports (reconciler.local.plane.PORT_RANGE_ENV): a port picked for a server that binds
@@ -157,3 +158,37 @@ def backend(
 ) -> Backend:
     """An empty state backend of the test's own, one run per kind: file, postgres, s3."""
     return backend_servers.backend(str(request.param), folder=tmp_path)
+
+
+@pytest.fixture
+def readonly_backend(backend: Backend) -> Backend:
+    """``backend`` as read-only credentials see it (:mod:`tests.readonly`): the same database
+    with the role of ``examples/ci/readonly-postgres.sql``, the same bucket with credentials
+    limited by ``examples/ci/readonly-s3-policy.json``, the same ``file://`` folder."""
+    return read_only(backend)
+
+
+@pytest.fixture
+def postgres_backend(backend_servers: BackendServers, tmp_path: Path) -> Backend:
+    """A ``postgres://`` backend of the test's own (a new database), as the controller has it."""
+    return backend_servers.backend("postgres", folder=tmp_path)
+
+
+@pytest.fixture
+def postgres_readonly(postgres_backend: Backend) -> Backend:
+    """``postgres_backend``'s database through the read-only role: ``.url`` is the read-only
+    URL, ``.cli_env()`` what a process needs to read it."""
+    return read_only(postgres_backend)
+
+
+@pytest.fixture
+def s3_backend(backend_servers: BackendServers, tmp_path: Path) -> Backend:
+    """An ``s3://`` backend of the test's own (a new bucket, prefix ``state``)."""
+    return backend_servers.backend("s3", folder=tmp_path)
+
+
+@pytest.fixture
+def s3_readonly(s3_backend: Backend) -> Backend:
+    """``s3_backend``'s bucket through read-only credentials (``.env``: the AWS keys and
+    session token, valid for an hour)."""
+    return read_only(s3_backend)
