@@ -12,6 +12,7 @@ Use the ``backend`` fixture (``tests/conftest.py``), which parametrises a test o
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
@@ -38,6 +39,18 @@ class Backend:
         store = open_state_store(self.url, env={**self.cli_env(), **self.env})
         assert store is not None
         return store
+
+    def digest(self) -> dict[str, str]:
+        """Every object of the backend (read with these credentials) and its bytes' digest:
+        equal before and after means nothing was written."""
+        store = self.store()
+        try:
+            return {
+                obj.key: hashlib.sha256(store.bucket.read(obj.key) or b"").hexdigest()
+                for obj in store.objects()
+            }
+        finally:
+            store.close()
 
     def cli_env(self) -> dict[str, str]:
         """The variables a process needs to reach this backend, besides the passphrase."""

@@ -11,6 +11,7 @@ fault rules and state file, stopped when the block or the fixture's scope ends.
 from __future__ import annotations
 
 import contextlib
+import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -176,6 +177,15 @@ def connect(topo: dict[str, Any]) -> Any:
         project_domain_name="Default",
         region_name=topo["region_name"],
     )
+
+
+def without_cloud(topo: dict[str, Any]) -> dict[str, Any]:
+    """``topo`` as CI sees it: no password, and a Keystone that does not answer (a loopback
+    port nothing listens on: connections are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    return {**topo, "auth_url": f"http://127.0.0.1:{port}/v3", "password": ""}
 
 
 def subnet_line(topo: dict[str, Any]) -> str:

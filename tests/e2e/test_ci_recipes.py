@@ -22,10 +22,8 @@ Throughout, the backend (every object, read as the admin) is byte for byte as be
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,7 +42,13 @@ from tests.builders import make_node, make_service, stored_service
 from tests.e2e.container import IMAGE, podman_flags
 from tests.e2e.test_ci_rbac import admin, ci_kubeconfig  # noqa: F401 (fixtures)
 from tests.e2e.test_image import image_of_this_tree  # noqa: F401 (fixture)
-from tests.emulated import cloud_conf_text, cloud_config, emulator_fixtures, subnet_line
+from tests.emulated import (
+    cloud_conf_text,
+    cloud_config,
+    emulator_fixtures,
+    subnet_line,
+    without_cloud,
+)
 from tests.readonly import postgres_read_only
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -56,24 +60,6 @@ NODES = [make_node(name, internal=address, hostname=False) for name, address in 
 MONITOR = {"loadbalancer.openstack.org/enable-health-monitor": "true"}
 
 emu, topo, cloud = emulator_fixtures(scope="module", admin="cloud")
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def backend_digest(backend: Backend) -> dict[str, str]:
-    """Every object of the backend, read with the controller's (admin) credentials."""
-    store = backend.store()
-    try:
-        return {
-            obj.key: hashlib.sha256(store.bucket.read(obj.key) or b"").hexdigest()
-            for obj in store.objects()
-        }
-    finally:
-        store.close()
 
 
 def manifest(name: str, ports: list[dict[str, Any]]) -> str:
@@ -128,7 +114,7 @@ def repository(topo: dict[str, Any], tmp_path: Path) -> Path:
     two = [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
     (services / "web.yaml").write_text(manifest("web", two))
     (services / "api.yaml").write_text(manifest("api", [{"name": "http", "port": 80}]))
-    no_cloud = {**topo, "auth_url": f"http://127.0.0.1:{closed_port()}/v3", "password": ""}
+    no_cloud = without_cloud(topo)
     (repo / "deploy" / "lb").mkdir()
     (repo / "deploy" / "lb" / "cloud.conf").write_text(cloud_conf_text(no_cloud, subnet_line(topo)))
     for path in repo.rglob("*"):  # the image's user is not this one
@@ -168,7 +154,7 @@ def test_the_github_actions_recipe(
         "GITHUB_STEP_SUMMARY": str(summary),
     }
     assert env["LBR_CLUSTER_NAME"] == CLUSTER
-    before = backend_digest(backend)
+    before = backend.digest()
     done = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
         cwd=repository,
@@ -184,7 +170,7 @@ def test_the_github_actions_recipe(
     check_markdown((repository / "preview.md").read_text())
     check_markdown(summary.read_text())
     assert "members: the Nodes the stack was last applied with" in summary.read_text()
-    assert backend_digest(backend) == before
+    assert backend.digest() == before
     comment = next(s for s in job["steps"] if s.get("name") == "comment")
     assert "--body-file preview.md" in comment["run"]
 
@@ -214,7 +200,7 @@ def test_the_gitlab_recipe(
         "LBR_KUBECONFIG": "/work/ci.kubeconfig",
     }
     script = "\n".join(["set -eo pipefail", *job["script"]])
-    before = backend_digest(backend)
+    before = backend.digest()
     done = subprocess.run(
         [
             "podman",
@@ -247,4 +233,4 @@ def test_the_gitlab_recipe(
     check_markdown((repository / "preview.md").read_text())  # the artifact
     assert "the Nodes the stack was last applied with" not in done.stdout  # the cluster's
     assert "members-tcp-80" not in done.stdout.split("`default/web`")[1]  # web's unchanged
-    assert backend_digest(backend) == before
+    assert backend.digest() == before

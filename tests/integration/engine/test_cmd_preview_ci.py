@@ -14,38 +14,17 @@ history written, a new Service's stack made only in the throw-away copy.
 
 from __future__ import annotations
 
-import hashlib
-import socket
 from pathlib import Path
 
 import pytest
 
 from reconciler.cli.main import main
 from tests.backends import Backend
-from tests.emulated import cloud_conf_text, subnet_line
+from tests.emulated import cloud_conf_text, subnet_line, without_cloud
 from tests.integration.engine.conftest import CLUSTER, Env
 from tests.integration.engine.test_cmd_preview import brought_up, manifest
 
 pytestmark = pytest.mark.slow
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then closed: connections are refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def objects_of(backend: Backend) -> dict[str, str]:
-    """Every object of the backend (read with the controller's credentials) and its digest."""
-    store = backend.store()
-    try:
-        return {
-            obj.key: hashlib.sha256(store.bucket.read(obj.key) or b"").hexdigest()
-            for obj in store.objects()
-        }
-    finally:
-        store.close()
 
 
 def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
@@ -60,18 +39,14 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
     _, stack, _ = brought_up(env)
     try:
         assert stack.applied_spec() is not None
-        before = objects_of(env.backend)
+        before = env.backend.digest()
         for key, value in readonly_backend.env.items():  # CI's: read-only (s3: its own keys)
             commands_env.setenv(key, value)
 
         # CI's environment: no passphrase, no OpenStack credential, no cluster
         for name in ("PULUMI_CONFIG_PASSPHRASE", "OS_PASSWORD", "OS_TOKEN", "KUBECONFIG"):
             commands_env.delenv(name, raising=False)
-        unreachable = {
-            **env.topo,
-            "auth_url": f"http://127.0.0.1:{closed_port()}/v3",
-            "password": "",
-        }
+        unreachable = without_cloud(env.topo)
         conf = tmp_path / "cloud.conf"
         conf.write_text(cloud_conf_text(unreachable, subnet_line(env.topo)))
         pr = tmp_path / "pr"
@@ -108,7 +83,7 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
         assert "not checked (no cloud credentials): that the VIP subnet-id" in out
         assert "whether a load balancer named" in out
 
-        assert objects_of(env.backend) == before
+        assert env.backend.digest() == before
         assert not (tmp_path / "ci-state").exists()  # the state dir is not even made
     finally:
         stack.delete()
