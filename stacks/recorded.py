@@ -32,13 +32,36 @@ from stacks.lookups import ExistingFloatingIp
 from stacks.shared import SharedLoadBalancer
 from stacks.vocabulary import NOT_CHECKED_MARKER
 
-__all__ = ["UNKNOWN", "Lookups"]
+__all__ = [
+    "EXTERNAL_NETWORK_KEY",
+    "UNKNOWN",
+    "Lookups",
+    "network_name_key",
+    "vip_family_key",
+    "vip_subnet_key",
+]
 
 T = TypeVar("T")
 
 # what a lookup that could not be replayed gives in its place (an ID, a name, an address)
 UNKNOWN = "(looked up on apply)"
 _UNKNOWN_OR_NONE: str | None = UNKNOWN  # the same, for a lookup that may find nothing
+
+
+# the keys that the engine also writes (reconciler.engine.preview_offline: an older stack's)
+EXTERNAL_NETWORK_KEY = "external-network"
+
+
+def vip_subnet_key(spec: LoadBalancerSpec) -> str:
+    return f"vip-subnet {spec.vip_autodetect_address} {spec.ip_family}"
+
+
+def vip_family_key(spec: LoadBalancerSpec) -> str:
+    return f"vip-family {spec.vip_subnet_id} {spec.vip_network_id} {spec.ip_family}"
+
+
+def network_name_key(network_id: str) -> str:
+    return f"network-name {network_id}"
 
 
 def _same(value: Any) -> Any:
@@ -81,7 +104,7 @@ class Lookups:
     def vip_subnet_id(self, spec: LoadBalancerSpec) -> str:
         address = spec.vip_autodetect_address
         return self._get(
-            f"vip-subnet {address} {spec.ip_family}",
+            vip_subnet_key(spec),
             lambda: lookups.vip_subnet_id(spec),
             what=f"the VIP subnet (the subnet of the Neutron port of Node address {address})",
             placeholder=UNKNOWN,
@@ -93,7 +116,7 @@ class Lookups:
             return True
 
         self._get(
-            f"vip-family {spec.vip_subnet_id} {spec.vip_network_id} {spec.ip_family}",
+            vip_family_key(spec),
             ask,
             what=(
                 f"that the VIP subnet-id/network-id ({spec.vip_subnet_id or spec.vip_network_id}) "
@@ -104,7 +127,7 @@ class Lookups:
 
     def external_network_id(self) -> str | None:
         return self._get(
-            "external-network",
+            EXTERNAL_NETWORK_KEY,
             lookups.external_network_id,
             what="the external network (the cloud's only network with router:external)",
             placeholder=_UNKNOWN_OR_NONE,
@@ -114,7 +137,7 @@ class Lookups:
         if network_id == UNKNOWN:  # the network itself was not checked, and said so
             return UNKNOWN
         return self._get(
-            f"network-name {network_id}",
+            network_name_key(network_id),
             lambda: str(lookups.network_name(network_id)),
             what=f"the name of floating network {network_id}",
             placeholder=UNKNOWN,

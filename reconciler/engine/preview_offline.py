@@ -8,8 +8,9 @@ stack's outputs and state, :func:`replay_lookups` hands them to the program, and
 
 A stack last applied before the program recorded its lookups has no ``lookups`` output; the
 answers that decide a replacement are then taken from what the stack does record: the VIP
-subnet and the floating network (outputs ``vip_subnet_id``, ``fip_network_id``) and the
-floating network's name (the floating IP's ``pool`` in the state). Its next ``up`` records them
+subnet and the floating network (outputs ``vip_subnet_id``, ``fip_network_id``), the floating
+network's name (the floating IP's ``pool`` in the state), and that a VIP subnet-id or
+network-id of the applied spec passed its family check. Its next ``up`` records them
 all.
 """
 
@@ -24,6 +25,12 @@ from pulumi import automation as auto
 
 from reconciler.engine.plan import applied_spec_from
 from reconciler.engine.stack_meta import set_plain_config
+from stacks.recorded import (
+    EXTERNAL_NETWORK_KEY,
+    network_name_key,
+    vip_family_key,
+    vip_subnet_key,
+)
 from stacks.vocabulary import (
     CONFIG_NAMESPACE,
     FIP_TYPE,
@@ -55,14 +62,17 @@ def recorded_lookups(
     vip_subnet = outputs.get("vip_subnet_id")
     placed = spec.vip_port_id or spec.vip_subnet_id or spec.vip_network_id
     if vip_subnet and not placed and not spec.existing_lb_id:
-        found[f"vip-subnet {spec.vip_autodetect_address} {spec.ip_family}"] = vip_subnet
+        found[vip_subnet_key(spec)] = vip_subnet
+    if (spec.vip_subnet_id or spec.vip_network_id) and not spec.vip_port_id:
+        # the last `up` passed the family check of these (stacks.lookups.check_vip_family)
+        found[vip_family_key(spec)] = True
     network = outputs.get("fip_network_id")
     fip = spec.floating_ip
     if network and fip is not None and not fip.network_id:
-        found["external-network"] = network
+        found[EXTERNAL_NETWORK_KEY] = network
     pool = _floating_ip_pool(deployment)
     if network and pool:
-        found[f"network-name {network}"] = pool
+        found[network_name_key(network)] = pool
     return found
 
 

@@ -67,6 +67,12 @@ def test_an_older_stack_gives_the_lookups_that_decide_a_replacement() -> None:
     }
 
 
+def test_an_older_stack_s_vip_subnet_passed_its_check() -> None:
+    spec = spec_of({"loadbalancer.openstack.org/subnet-id": "11111111-1111-4111-8111-111111111111"})
+    found = recorded_lookups({"spec": spec.canonical_json(), "vip_subnet_id": spec.vip_subnet_id})
+    assert found == {f"vip-family {spec.vip_subnet_id} None {spec.ip_family}": True}
+
+
 def checkpoint(resources: list[dict[str, Any]]) -> dict[str, Any]:
     provider = {"type": "passphrase", "state": {"salt": "v1:theirs"}}
     latest = {"manifest": {}, "secrets_providers": provider, "resources": resources}
