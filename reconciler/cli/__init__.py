@@ -11,7 +11,8 @@
 * ``adopt``: :mod:`.adopt` (the command), :mod:`.adopt_report` (pure);
 * ``preflight``: :mod:`.preflight` (the command, adopt's dry run writing nothing),
   :mod:`.preflight_plan` (the verdicts; pure);
-* ``stacks``: :mod:`.stacks` (the command), :mod:`.stacks_report` (pure);
+* ``stacks``: :mod:`.stacks` (the command), :mod:`.stacks_report` (pure), :mod:`.stacks_history`
+  (``--history``; pure);
 * ``sweep``: :mod:`.sweep` (the command), :mod:`.sweep_plan` (what is orphaned; pure);
 * ``backend serve``: :mod:`.backend` (a local PostgreSQL or S3 state backend).
 

@@ -9,10 +9,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.cli.common import EXIT_OK, CommandError, add_stack_options, open_engine
+from reconciler.cli.stacks_history import (
+    parse_entries,
+    render_history_json,
+    render_history_text,
+)
 from reconciler.cli.stacks_report import parse_history, render_json, render_text, row
 from reconciler.cli.terminal import Style, progress
 from reconciler.engine.errors import EngineError
-from reconciler.engine.listing import last_operations
+from reconciler.engine.listing import last_operations, stack_history
+from reconciler.engine.plan import stack_name
 
 __all__ = ["register"]
 
@@ -28,8 +34,13 @@ The same with the plain pulumi CLI (PULUMI_BACKEND_URL set to the controller's b
   pulumi stack output -s organization/lb-reconciler/prod.default.web
   pulumi stack history -s organization/lb-reconciler/prod.default.web
 
+With --history NAMESPACE/NAME: that Service's stack operations, newest first: each update,
+refresh or destroy, its result, when it started, how long it took, what it changed, and whether
+the controller (auto.inline) or a person's pulumi (cli) ran it.
+
 examples:
   lb-reconciler stacks --state-dir /var/lib/lb-reconciler --cluster-name prod
+  lb-reconciler stacks --cluster-name prod --history shop/web --limit 5
   lb-reconciler stacks --backend-url s3://bucket/lbr --cluster-name prod --output json
 """
 
@@ -44,10 +55,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_stack_options(p, cloud_required=False)
     p.add_argument("--namespace", help="only the stacks of Services in this namespace")
     p.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--history",
+        metavar="NAMESPACE/NAME",
+        help="instead of the list: that Service's stack operations, newest first (kind, "
+        "result, start, duration, resource changes, who ran it)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        metavar="N",
+        help="with --history: the newest N operations (default: %(default)s)",
+    )
     p.set_defaults(func=cmd_stacks)
 
 
+def _history(args: argparse.Namespace) -> int:
+    namespace, _, name = str(args.history).partition("/")
+    if not namespace or not name or "/" in name:
+        raise CommandError(f"--history {args.history}: name the Service as NAMESPACE/NAME")
+    if args.limit < 1:
+        raise CommandError(f"--limit {args.limit}: give 1 or more")
+    engine = open_engine(args, decrypts=False)
+    stack = stack_name(cluster_name=args.cluster_name, namespace=namespace, name=name)
+    with progress(f"reading the history of {stack}"):
+        text = stack_history(engine, stack, limit=args.limit)
+    entries = parse_entries(text) if text is not None else None
+    if entries is None:
+        raise CommandError(
+            f"no history of stack {stack} on {engine.settings.backend} (is --cluster-name "
+            f"{args.cluster_name} the controller's? `lb-reconciler stacks` lists its stacks)"
+        )
+    service = f"{namespace}/{name}"
+    render = render_history_json if args.output == "json" else render_history_text
+    sys.stdout.write(render(service, stack, entries))
+    return EXIT_OK
+
+
 def cmd_stacks(args: argparse.Namespace) -> int:
+    if args.history:
+        return _history(args)
     engine = open_engine(args, decrypts=False)
     try:
         with progress("listing stacks"):

@@ -19,13 +19,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import subprocess
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler.engine.plan import (
     CLUSTER_TAG,
@@ -36,7 +37,7 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.state.locks import locked
-from reconciler.engine.state.stacks import last_update
+from reconciler.engine.state.stacks import history_time, last_update
 from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import PROJECT
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from reconciler.engine.context import EngineContext
     from reconciler.engine.state.store import StateStore
 
-__all__ = ["last_operations", "list_stacks", "stacks_tagged"]
+__all__ = ["last_operations", "list_stacks", "stack_history", "stacks_tagged"]
 
 log = logging.getLogger("reconciler.engine.stack")
 CLI_TAG_WORKERS = 8  # parallel `pulumi stack tag ls` (tags the store cannot read), checkpoint reads
@@ -262,3 +263,32 @@ def _cli_tags(engine: EngineContext, item: StackListing) -> dict[str, str] | Non
         log.warning("could not read the tags of stack %s; left out of the listing", item.name)
         return None
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def stack_history(engine: EngineContext, stack: str, *, limit: int) -> str | None:
+    """``stack``'s newest ``limit`` history entries, newest first, as ``pulumi stack history
+    --json`` prints them: on a DIY backend, the records read by the store; else that command.
+    None when there is no such stack (or the command failed). Nothing is decrypted."""
+    store = engine.store_or_none()
+    if store is not None:
+        try:
+            if not store.stack_exists(stack):
+                return None
+            prefix = store.history_prefix(stack)
+            keys = [o.key for o in store.bucket.list(prefix) if ".history.json" in o.key]
+            keys = sorted(keys, key=history_time, reverse=True)[:limit]
+            records = [_record(store.bucket.read(key), key) for key in keys]
+            return json.dumps([r for r in records if r is not None])
+        except BucketError:
+            pass
+    return _stack_cli(engine, stack, "history", "--json", "--page-size", str(limit))
+
+
+def _record(data: bytes | None, key: str) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    try:
+        record = json.loads(gzip.decompress(data) if key.endswith(".gz") else data)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None

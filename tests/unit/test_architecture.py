@@ -230,6 +230,7 @@ PURE = [
     "reconciler.cli.sweep_plan",
     "reconciler.cli.stacks_report",
     "reconciler.cli.preview_offline",
+    "reconciler.cli.stacks_history",
 ]
 
 

@@ -84,6 +84,28 @@ def test_stacks_shows_lb_ip_last_operation_and_flags(
         changes = web_stack.refresh()
         assert changes.get("update") == 1, changes
 
+        # one Service's operations, newest first, from the backend's history
+        starts.clear()
+        code, out, _ = stacks(env, capsys, "--history", "default/web")
+        assert (code, starts) == (0, [])
+        lines = out.splitlines()
+        assert lines[0] == f"default/web (stack {web_stack.name}), newest first:"
+        assert lines[1].split()[:3] == ["#", "OPERATION", "RESULT"]
+        assert lines[2].split()[1:3] == ["refresh", "succeeded"]
+        assert "1 update" in lines[2]
+        assert lines[-1].split()[1:3] == ["update", "succeeded"]  # the first up
+        assert "create" in lines[-1]
+        assert "auto.inline" in lines[-1]  # the engine's Automation API, not a person's CLI
+        code, out, _ = stacks(env, capsys, "--history", "default/web", "--limit", "1", "-o", "json")
+        doc = json.loads(out)
+        assert [(o["operation"], o["changes"].get("update")) for o in doc["operations"]] == [
+            ("refresh", 1)
+        ]
+        assert doc["operations"][0]["seconds"] >= 0
+        code, _, err = stacks(env, capsys, "--history", "default/nothing")
+        assert code == 1
+        assert f"no history of stack {CLUSTER}.default.nothing" in err
+
         code, out, _ = stacks(env, capsys, "--namespace", "default")
         assert code == 0
         # a newest history record the store does not read: that stack's from the CLI, the same
