@@ -165,7 +165,9 @@ class Controller:
         self._held: set[str] = set()  # keys whose stack a holder not this controller's locks
         self._held_lock = threading.Lock()
         self.metrics = metrics or Metrics()
-        self._engine = InstrumentedEngine(engine, self.metrics)
+        self._engine = InstrumentedEngine(
+            engine, self.metrics, cluster_name=self._settings.cluster_name
+        )
         self.metrics.set_queue_depth_source(self.queue.depth)
         self.metrics.set_in_flight_source(self.queue.in_flight)
         self._sync = ServiceSync(

@@ -99,3 +99,40 @@ def test_a_drift_check_that_writes_nothing_is_a_refresh_preview() -> None:
     assert sample(metrics, total, kind="refresh-preview", result="error") == 1
     assert sample(metrics, total, kind="refresh", result="success") == 0
     assert sample(metrics, "lbr_drift_checks_total", drifted="true") == 1
+
+
+def test_one_log_line_per_finished_operation(caplog: pytest.LogCaptureFixture) -> None:
+    fake, metrics = FakeEngine(), Metrics(process_metrics=False)
+    engine = InstrumentedEngine(fake, metrics, cluster_name="prod")
+    spec = spec_of()
+    changes = {"create": 5, "same": 2}
+    fake.ensure = lambda s: EnsureResult(  # type: ignore[method-assign]
+        changed=True, spec_hash=s.spec_hash(), outputs={}, resource_changes=changes
+    )
+    with caplog.at_level("DEBUG", logger="reconciler.controller.operations"):
+        engine.ensure(spec)
+        engine.check_drift(spec.service)
+        fake.fail = True
+        with pytest.raises(RuntimeError, match="boom"):
+            engine.delete(spec.service)
+    up, drift, failed = caplog.records
+    service = f"{spec.service.namespace}/{spec.service.name}"
+    assert (up.levelname, up.getMessage()) == ("INFO", "stack operation finished")
+    assert vars(up)["service"] == service
+    assert vars(up)["stack"] == f"prod.{spec.service.namespace}.{spec.service.name}"
+    assert (vars(up)["operation"], vars(up)["result"]) == ("up", "succeeded")
+    assert vars(up)["duration_seconds"] >= 0
+    counts = ("resources_created", "resources_unchanged", "resources_deleted")
+    assert tuple(vars(up)[k] for k in counts) == (5, 2, 0)
+    assert (vars(drift)["operation"], vars(drift)["drifted"]) == ("refresh-preview", 1)
+    assert (failed.levelname, failed.getMessage()) == ("WARNING", "stack operation failed")
+    assert (vars(failed)["operation"], vars(failed)["result"]) == ("destroy", "failed")
+    assert (vars(failed)["failure_kind"], vars(failed)["error"]) == ("backoff", "boom")
+
+
+def test_a_skip_is_logged_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
+    fake, metrics = FakeEngine(), Metrics(process_metrics=False)
+    fake.changed = False
+    with caplog.at_level("INFO", logger="reconciler.controller.operations"):
+        InstrumentedEngine(fake, metrics).ensure(spec_of())
+    assert caplog.records == []
