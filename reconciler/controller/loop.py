@@ -170,6 +170,7 @@ class Controller:
         )
         self.metrics.set_queue_depth_source(self.queue.depth)
         self.metrics.set_in_flight_source(self.queue.in_flight)
+        self.metrics.set_failing_source(self.queue.failing)
         self._sync = ServiceSync(
             kube=kube,
             engine=self._engine,

@@ -12,6 +12,10 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 * ``lbr_stack_operation_duration_seconds{kind}``: histogram, wall time of one operation;
 * ``lbr_workqueue_depth``: keys waiting in the work queue (read at scrape time);
 * ``lbr_workqueue_in_flight``: keys a worker is syncing (read at scrape time);
+* ``lbr_services_failing``: keys whose last sync failed and that are backing off (read at scrape
+  time), each with a Warning Event saying why;
+* ``lbr_last_success_timestamp_seconds``: when a sync last succeeded (Unix time; 0 before the
+  first), for "nothing has synced for N minutes";
 * ``lbr_orphan_stacks_found_total``: stacks the housekeeper found without a Service wanting them;
 * ``lbr_orphan_stacks_deleted_total``: orphaned stacks destroyed;
 * ``lbr_drift_checks_total{drifted}``: refreshes comparing cloud and stack (``true``/``false``);
@@ -151,6 +155,17 @@ class Metrics:
         self._in_flight = Gauge(
             "lbr_workqueue_in_flight", "Service keys being synced by a worker.", registry=r
         )
+        self._failing = Gauge(
+            "lbr_services_failing",
+            "Service keys whose last sync failed and that are backing off (each has a Warning "
+            "Event saying why).",
+            registry=r,
+        )
+        self._last_success = Gauge(
+            "lbr_last_success_timestamp_seconds",
+            "When a sync of a Service key last succeeded (Unix time; 0 before the first).",
+            registry=r,
+        )
         self._orphans_found = Counter(
             "lbr_orphan_stacks_found_total",
             "Stacks the housekeeper found without a Service that wants them.",
@@ -217,6 +232,8 @@ class Metrics:
         seconds = _check_seconds(seconds)
         self._reconciles.labels(result).inc()
         self._reconcile_seconds.labels(result).observe(seconds)
+        if result == "success":
+            self._last_success.set_to_current_time()
 
     def stack_operation(self, kind: str, result: str, seconds: float) -> None:
         """One Pulumi operation of ``kind`` ended with ``result`` after ``seconds``."""
@@ -235,6 +252,10 @@ class Metrics:
     def set_in_flight_source(self, fn: Callable[[], int]) -> None:
         """``lbr_workqueue_in_flight`` becomes ``fn()`` at every scrape."""
         self._in_flight.set_function(_safe("lbr_workqueue_in_flight", fn))
+
+    def set_failing_source(self, fn: Callable[[], int]) -> None:
+        """``lbr_services_failing`` becomes ``fn()`` at every scrape."""
+        self._failing.set_function(_safe("lbr_services_failing", fn))
 
     # -- housekeeping ------------------------------------------------------------------------
 

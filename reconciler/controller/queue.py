@@ -127,6 +127,10 @@ class Schedule:
     def failures(self, key: str) -> int:
         return self._failures.get(key, 0)
 
+    def failing(self) -> int:
+        """Keys whose last sync failed (backing off), until one succeeds or they are forgotten."""
+        return len(self._failures)
+
     # -- taking -------------------------------------------------------------------------------
 
     def _promote(self, now: float) -> None:
@@ -257,6 +261,10 @@ class WorkQueue:
     def failures(self, key: str) -> int:
         with self._cond:
             return self._schedule.failures(key)
+
+    def failing(self) -> int:
+        with self._cond:
+            return self._schedule.failing()
 
     def in_flight(self) -> int:
         """Keys being processed by a worker now."""

@@ -4,6 +4,7 @@ exposition."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import pytest
@@ -58,6 +59,8 @@ def test_every_documented_metric_is_exposed(m: Metrics) -> None:
         "lbr_stack_operation_duration_seconds_count",
         "lbr_workqueue_depth",
         "lbr_workqueue_in_flight",
+        "lbr_services_failing",
+        "lbr_last_success_timestamp_seconds",
         "lbr_orphan_stacks_found_total",
         "lbr_orphan_stacks_deleted_total",
         "lbr_drift_checks_total",
@@ -90,12 +93,17 @@ def test_label_combinations_start_at_zero(m: Metrics) -> None:
 
 
 def test_reconcile_counts_and_times(m: Metrics) -> None:
+    assert value(m, "lbr_last_success_timestamp_seconds") == 0
+    m.reconcile("error", 0.3)
+    assert value(m, "lbr_last_success_timestamp_seconds") == 0
+    before = time.time()
     m.reconcile("success", 0.3)
+    assert value(m, "lbr_last_success_timestamp_seconds") >= int(before)
     m.reconcile("success", 200.0)
     m.reconcile("retry", 1.5)
     assert value(m, "lbr_reconciles_total", result="success") == 2
     assert value(m, "lbr_reconciles_total", result="retry") == 1
-    assert value(m, "lbr_reconciles_total", result="error") == 0
+    assert value(m, "lbr_reconciles_total", result="error") == 1
     assert value(m, "lbr_reconcile_duration_seconds_count", result="success") == 2
     assert value(m, "lbr_reconcile_duration_seconds_sum", result="success") == pytest.approx(200.3)
     bucket = "lbr_reconcile_duration_seconds_bucket"
@@ -162,8 +170,10 @@ def test_queue_gauges_are_read_at_scrape_time(m: Metrics) -> None:
     depth = [3]
     m.set_queue_depth_source(lambda: depth[0])
     m.set_in_flight_source(lambda: 2)
+    m.set_failing_source(lambda: 4)
     assert value(m, "lbr_workqueue_depth") == 3
     assert value(m, "lbr_workqueue_in_flight") == 2
+    assert value(m, "lbr_services_failing") == 4
     depth[0] = 7
     assert value(m, "lbr_workqueue_depth") == 7
 

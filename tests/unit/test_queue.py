@@ -62,9 +62,11 @@ def test_backoff_grows_per_key_and_resets_on_forget() -> None:
     s.done("k")
     assert s.pop(now=14) is None
     assert s.pop(now=15) == "k"
+    assert s.failing() == 1  # one key backing off
     s.forget("k")  # success
     s.done("k")
     assert s.failures("k") == 0
+    assert s.failing() == 0
     assert s.backoff("k", now=20) == 5
 
 
