@@ -36,6 +36,7 @@ EVERYTHING = [
     "clusterName=prod",
     "serviceMonitor.enabled=true",
     "prometheusRule.enabled=true",
+    "grafanaDashboard.enabled=true",
     "priorityClassName=system-cluster-critical",
     "nodeSelector.node-role\\.kubernetes\\.io/control-plane=",
     "tolerations[0].key=node-role.kubernetes.io/control-plane",
@@ -168,6 +169,7 @@ def test_every_object_with_everything_on_is_valid_for_the_api_server(tools: Tool
             "Secret",
             "ServiceMonitor",
             "PrometheusRule",
+            "ConfigMap",  # the Grafana dashboard
             "Namespace",
         } <= kinds, kinds
         applied = tools.ok(
