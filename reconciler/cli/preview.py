@@ -84,8 +84,8 @@ the load balancer, listeners, pools, members, monitors and floating IP that woul
 updated, replaced or deleted, with the properties that change, and a warning when the external
 IP would change.
 
-The cloud is asked only when cloud credentials are given (a password or application credential
-in cloud.conf, or OS_PASSWORD / OS_APPLICATION_CREDENTIAL_SECRET / OS_TOKEN). Without them (CI),
+The cloud is asked only when cloud.conf holds cloud credentials (a password, application
+credential secret or token), as the controller's does. Without them (CI: cloud.conf without them),
 what the program looks up in the cloud (networks, subnets, ports) is what each stack's last
 apply found, and each Service lists what could not be checked. With them, a new Service whose
 load balancer already exists (made by OCCM) shows the import the controller would do, and
@@ -296,7 +296,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     keys = {t.key for t in targets}
     gone = [s for s in skipped if s.key and s.key not in keys]
     if targets or gone:
-        asks_cloud = has_credentials(config.auth, os.environ)
+        asks_cloud = has_credentials(config.auth)
         if args.refresh and not asks_cloud:
             raise CommandError(NO_CREDENTIALS_FOR_REFRESH)
         with tempfile.TemporaryDirectory(prefix="lbr-preview-") as folder:

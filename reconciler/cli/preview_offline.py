@@ -1,21 +1,21 @@
 """``lb-reconciler preview`` without the cloud (CI): when it asks the cloud, and what it says it
 could not check. Pure.
 
-A preview asks the cloud only when it is given cloud credentials (a password, token or
-application-credential secret in cloud.conf, or ``OS_PASSWORD``, ``OS_TOKEN``,
-``OS_APPLICATION_CREDENTIAL_SECRET`` in its environment). Without them it reads the backend and
+A preview asks the cloud only when it is given cloud credentials: a password, token or
+application-credential secret in cloud.conf (directly or through ``use-clouds``), which is where
+the engine takes them from, as the controller does (the environment's ``OS_PASSWORD`` and the
+like are not passed on to the provider). Without them it reads the backend and
 nothing else: the program's lookups are replayed from what each stack's last ``up`` recorded
 (:mod:`reconciler.engine.preview_offline`), and each Service's report says what was not checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from reconciler.config import AuthConfig
 
 __all__ = [
-    "CREDENTIAL_VARIABLES",
     "NEW_WITHOUT_NODES_NOTE",
     "NODES_FROM_STATE_NOTE",
     "NO_CREDENTIALS_FOR_REFRESH",
@@ -24,13 +24,10 @@ __all__ = [
     "offline_notes",
 ]
 
-# the environment variables by which the OpenStack provider and clients take a secret
-CREDENTIAL_VARIABLES = ("OS_PASSWORD", "OS_TOKEN", "OS_APPLICATION_CREDENTIAL_SECRET")
-
 NO_CREDENTIALS_FOR_REFRESH = (
     "--refresh reads the load balancers from the cloud, which needs cloud credentials: give "
-    "cloud.conf with a password or application credential, or set OS_PASSWORD (or "
-    "OS_APPLICATION_CREDENTIAL_SECRET); or leave --refresh out to preview from the state alone"
+    "a cloud.conf with its password (or application credential secret, or token); or leave "
+    "--refresh out to preview from the state alone"
 )
 NODES_FROM_STATE_NOTE = "members: the Nodes the stack was last applied with (--nodes-from-state)"
 NEW_WITHOUT_NODES_NOTE = (
@@ -43,10 +40,10 @@ TAKES_OVER_NOTE = (
 )
 
 
-def has_credentials(auth: AuthConfig, environ: Mapping[str, str]) -> bool:
-    """Whether a preview has cloud credentials to ask the cloud with."""
+def has_credentials(auth: AuthConfig) -> bool:
+    """Whether a preview has cloud credentials (cloud.conf's) to ask the cloud with."""
     secrets = (auth.password, auth.token, auth.application_credential_secret)
-    return any(s.reveal() for s in secrets) or any(environ.get(v) for v in CREDENTIAL_VARIABLES)
+    return any(s.reveal() for s in secrets)
 
 
 def offline_notes(unchecked: Iterable[str], *, new: bool, name: str) -> tuple[str, ...]:

@@ -25,11 +25,10 @@ SECRET = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"
 
 
 def test_the_cloud_is_asked_only_with_a_credential() -> None:
-    assert not has_credentials(AuthConfig(auth_url="http://k", username="u"), {})
-    assert has_credentials(AuthConfig(password=Secret("p")), {})
-    assert has_credentials(AuthConfig(application_credential_secret=Secret("s")), {})
-    assert has_credentials(AuthConfig(), {"OS_PASSWORD": "p"})
-    assert not has_credentials(AuthConfig(), {"OS_PASSWORD": "", "OS_USERNAME": "u"})
+    assert not has_credentials(AuthConfig(auth_url="http://k", username="u"))
+    assert has_credentials(AuthConfig(password=Secret("p")))
+    assert has_credentials(AuthConfig(application_credential_secret=Secret("s")))
+    assert has_credentials(AuthConfig(token=Secret("t")))
 
 
 def test_a_new_service_says_what_only_the_cloud_knows() -> None:
