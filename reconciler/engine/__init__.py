@@ -12,7 +12,9 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   adoption share. Below :mod:`.stack`, so no module here imports it but the callers;
 * :mod:`.plan`: stack names and tags, the outputs kept in them, skips, the listing (pure);
 * :mod:`.stack_spec`: the spec as the stack applies it, create-only fields kept as made (pure);
-* :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf (pure);
+* :mod:`.provider_config`: the OpenStack provider's configuration from cloud.conf, its
+  credentials in the children's environment only (pure); :mod:`.credentials`: those an older
+  engine left in a stack's config and state taken out;
 * :mod:`.run`: ``up``/``destroy``/``refresh`` without the Automation API's follow-up commands;
   :mod:`.cli`: the ``pulumi`` command the Automation API runs, and its children's environment;
 * :mod:`.preview`: a preview's steps as data (pure, no Pulumi); :mod:`.preview_events`: Pulumi's

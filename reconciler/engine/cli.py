@@ -1,7 +1,7 @@
 """The toolchain's ``pulumi`` as the engine runs it: the command the Automation API is given
 (:class:`EngineCommand`: fenced, every update signed with its writer) and the environment of
-every ``pulumi`` child (:func:`cli_env`: the backend, the passphrase, and the settings that keep
-each start cheap). No decisions live here.
+every ``pulumi`` child (:func:`cli_env`: the backend, the passphrase, the OpenStack provider's
+credentials, and the settings that keep each start cheap). No decisions live here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from pulumi import automation as auto
 
+from reconciler.engine.provider_config import CREDENTIAL_ENV
 from reconciler.engine.state.store import cli_settings
 from reconciler.toolchain import Toolchain
 
@@ -88,13 +89,24 @@ class EngineCommand(auto.PulumiCommand):
 
 
 def cli_env(
-    toolchain: Toolchain, *, backend: str, passphrase: str, extra: Mapping[str, str]
+    toolchain: Toolchain,
+    *,
+    backend: str,
+    passphrase: str,
+    extra: Mapping[str, str],
+    credentials: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of a ``pulumi`` child working on ``backend``: the toolchain first on
     PATH, what the backend needs (:func:`~reconciler.engine.state.store.cli_settings`), the
     collector, processor and log settings above unless the process's own environment sets
-    them, then ``extra``, the backend URL and the passphrase."""
+    them, the OpenStack provider's ``credentials``
+    (:func:`~reconciler.engine.provider_config.provider_env`: the only credential variables
+    it gets, none inherited), then ``extra``, the backend URL and the passphrase. Never a
+    command line: a secret there is in every process listing."""
     env = toolchain.env()
+    for name in CREDENTIAL_ENV:
+        env.pop(name, None)  # cloud.conf's credentials, or none: as the engine's own client
+    env.update(credentials or {})
     for key, value in cli_settings(backend).items():
         env.setdefault(key, value)  # the user's own setting wins
     env.setdefault("GOGC", CLI_GOGC)

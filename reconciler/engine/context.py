@@ -48,7 +48,7 @@ from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.program_channels import use_own_connections
-from reconciler.engine.provider_config import secret_values
+from reconciler.engine.provider_config import provider_env, secret_values
 from reconciler.engine.redact import redact
 from reconciler.engine.state.locks import LeaderRule
 from reconciler.engine.state.passphrase import PassphraseKey
@@ -151,8 +151,9 @@ class EngineContext:
             message=settings.writer,
         )
         self.cancelled = threading.Event()
-        # (stack, config key) -> digest of the secret this process wrote there (stack_meta)
-        self.secrets_written: dict[tuple[str, str], str] = {}
+        # the stacks this process found without OpenStack credentials, or took them out of
+        # (.credentials): not read for them again
+        self.scrubbed: set[str] = set()
         # the salt and key of the stacks this process creates without `pulumi stack init`
         self.passphrase_key = PassphraseKey.of(settings.passphrase.reveal())
         # one Service at a time changes a load balancer's tags (lb_tags)
@@ -322,7 +323,11 @@ class EngineContext:
         """The environment of every ``pulumi`` the engine starts (:func:`.cli.cli_env`)."""
         s = self.settings
         return cli_env(
-            s.toolchain, backend=s.backend, passphrase=s.passphrase.reveal(), extra=s.extra_env
+            s.toolchain,
+            backend=s.backend,
+            passphrase=s.passphrase.reveal(),
+            extra=s.extra_env,
+            credentials=provider_env(s.auth),
         )
 
     def error(

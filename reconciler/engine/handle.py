@@ -12,12 +12,14 @@ import logging
 import os
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pulumi import automation as auto
 from pulumi.automation._stack import StackInitMode  # the mode Stack.select gives
 
 from reconciler.engine.context import EngineContext
+from reconciler.engine.credentials import drop_stack_credentials
 from reconciler.engine.delete.cloud import delete_unadopted
 from reconciler.engine.direct_state import unprotect_in_state
 from reconciler.engine.errors import (
@@ -85,6 +87,11 @@ class StackHandle:
         self.refresh_next = False
 
     @property
+    def config_file(self) -> Path:
+        """The stack's settings file ``Pulumi.<stack>.yaml`` in its work folder."""
+        return self.work_dir / f"Pulumi.{self.name}.yaml"
+
+    @property
     def occm_name(self) -> str:
         """The Service's name on its listeners and on the load balancers it is on (OCCM's)."""
         ref = self.service
@@ -132,6 +139,8 @@ class StackHandle:
             repair_torn_sidecars(store=store, stack_name=self.name)
         except BucketError as exc:
             raise self.engine.error(exc, stack=self.name, doing="reading the backend") from None
+        if writes and exists is not False:  # a stack an older engine gave the credentials
+            drop_stack_credentials(self.engine, self.name, self.config_file)
         return exists
 
     def select_stack(self, exists: bool | None, create: bool) -> auto.Stack | None:
@@ -174,9 +183,9 @@ class StackHandle:
         """Make the stack as ``pulumi stack init`` does, with no ``pulumi`` start (about 0.6 s
         and 0.6 CPU seconds saved per new Service): its checkpoint in the backend
         (:func:`.state.stacks.create_stack`), its settings file with this process's salt
-        (:mod:`.state.passphrase`), so that ``configure`` encrypts its secrets
-        itself too. False, nothing made, for a backend the store does not write, another
-        secrets provider than ``passphrase``, or a stack made meanwhile: ask the CLI."""
+        (:mod:`.state.passphrase`). False, nothing made, for a backend the store does not
+        write, another secrets provider than ``passphrase``, or a stack made meanwhile: ask the
+        CLI."""
         engine, store = self.engine, self.engine.store
         if store is None or engine.settings.secrets_provider != "passphrase":
             return False
@@ -186,9 +195,7 @@ class StackHandle:
         except BucketError as exc:
             raise engine.error(exc, stack=self.name, doing="creating the stack") from None
         if made:
-            new_settings_file(
-                self.work_dir / f"Pulumi.{self.name}.yaml", engine.passphrase_key.state
-            )
+            new_settings_file(self.config_file, engine.passphrase_key.state)
         return made
 
     def unprotect(self, names: list[str]) -> None:
@@ -367,14 +374,14 @@ class StackHandle:
         """After an ``up`` that adopted its imports: none are carried to the next one."""
         key = f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}"
         self.engine.fence("writing the config", stack=self.name)
-        if set_plain_config(self.work_dir / f"Pulumi.{self.name}.yaml", key, "{}") is None:
+        if set_plain_config(self.config_file, key, "{}") is None:
             stack.set_config(key, auto.ConfigValue("{}"))
 
     def carried_imports_of(self) -> dict[str, str]:
         """The imports in the stack's config file: an earlier ``up`` was given them and did not
         finish (a successful ``up`` empties them)."""
         try:
-            text = (self.work_dir / f"Pulumi.{self.name}.yaml").read_text()
+            text = self.config_file.read_text()
         except OSError:
             return {}
         return carried_imports(text, key=f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}")
@@ -383,7 +390,7 @@ class StackHandle:
         """The spec in the stack's config file: what the last ``up`` was given (whether or not
         it finished); None without one."""
         try:
-            text = (self.work_dir / f"Pulumi.{self.name}.yaml").read_text()
+            text = self.config_file.read_text()
         except OSError:
             return None
         return configured_spec(text, key=f"{CONFIG_NAMESPACE}:{SPEC_KEY}")

@@ -10,16 +10,14 @@ repairs are the other modules of :mod:`reconciler.engine` (its docstring names e
 only runs the operations and reports.
 
 * **One stack, one work directory per Service**: ``<state_dir>/work/<stack>/`` holds the
-  project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration with the
-  credentials encrypted by the stack's secrets provider). The program is
+  project settings and ``Pulumi.<stack>.yaml`` (the spec, the provider configuration without
+  any secret). The program is
   :func:`stacks.program.main` run inline, the same function the plain CLI runs.
 * **Backend** ``backend_url`` (any URL Pulumi accepts: ``file://``, ``s3://``, ``azblob://``,
   ``gs://``, ``postgres://``, Pulumi Cloud), default ``file://<state_dir>/backend``.
   **Secrets** ``secrets_provider`` (``passphrase`` by default, or a KMS URL) and the passphrase.
-* **Credentials** go in as the OpenStack provider's configuration; the secret ones
-  (password, application-credential secret, token) with ``--secret`` and on stdin, never on a
-  command line, so they are encrypted in the config file and in the state, and are redacted from
-  any error text.
+* **Credentials**: the secret ones reach the provider in its environment only, never a stack's
+  config or state (:mod:`.provider_config`, :mod:`.credentials`); redacted from any error text.
 * **Nothing done twice**: ``ensure`` skips when the stack tag ``lbr:spec-hash`` equals the spec's
   hash (set only after a successful ``up``, removed before an ``up`` or ``destroy`` starts). On a
   DIY backend (``file://``, ``s3://``, ``postgres://``) that skip runs no ``pulumi`` at all: the
@@ -55,6 +53,7 @@ from pulumi import automation as auto
 from reconciler.engine import run as engine_run
 from reconciler.engine.adopt.stack import take_over
 from reconciler.engine.context import EngineContext, EngineSettings
+from reconciler.engine.credentials import drop_stack_credentials_if_can
 from reconciler.engine.delete.repair import repaired_for_retry
 from reconciler.engine.delete.stack import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
@@ -267,6 +266,7 @@ class ServiceStack(StackHandle):
             return None
         if not tags or any(tags.get(key) != value for key, value in self.wanted_tags().items()):
             return None
+        drop_stack_credentials_if_can(self.engine, self.name, self.config_file)
         return tags if create_only_record(tags) is not None else None  # else: record it first
 
     def _applied(self, spec: LoadBalancerSpec, tags: Mapping[str, str]) -> EnsureResult | None:

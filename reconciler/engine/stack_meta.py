@@ -1,16 +1,15 @@
 """What the engine keeps *about* a stack besides its state: config and tags.
 
 :mod:`reconciler.engine.stack` runs the operations; these helpers write a stack's configuration (the
-spec and the provider's credentials) before an operation, and its tags before and after one
+spec and where the provider finds the cloud) before an operation, and its tags before and after one
 (the listing of this cluster's stacks: :mod:`reconciler.engine.listing`). The decisions and the
 parsing are pure, in :mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.provider_config`).
 
-* **Config** (:func:`configure`): the spec, the release flag and the imports as plain config; the
-  provider's secret fields encrypted here when the stack's salt is this process's own (a stack
-  it created, :func:`new_settings_file`, :mod:`.state.passphrase`), else with
-  ``pulumi config set --secret`` on stdin, never on a command line. A secret this process
-  already wrote to the stack's config file, with the same value, is not written again (one CLI
-  start saved per operation; the memo holds a digest, never the value).
+* **Config** (:func:`configure`): the spec, the release flag, the imports and the provider's
+  non-secret fields, all plain, in the stack's settings file (``pulumi config set-all`` when
+  there is none here). No OpenStack credential: the provider reads those from its environment
+  (:mod:`reconciler.engine.provider_config`), and :func:`drop_credentials` takes out those an
+  older engine wrote as secrets.
 * **Outputs** (:func:`plain_outputs`): as plain values, every key present.
 * **Tags** are read and written by :class:`reconciler.engine.tags.StackTags`; which ones, in
   :func:`reconciler.engine.plan.stack_tags` and :func:`~reconciler.engine.plan.output_tags`.
@@ -18,7 +17,6 @@ parsing are pure, in :mod:`reconciler.engine.plan` (and :mod:`reconciler.engine.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import subprocess
@@ -30,9 +28,8 @@ import yaml
 from pulumi import automation as auto
 
 from reconciler.engine.members_plan import stack_resource
-from reconciler.engine.provider_config import provider_config
+from reconciler.engine.provider_config import CREDENTIAL_CONFIG_KEYS, provider_config
 from reconciler.engine.run import holds_secret
-from reconciler.engine.state.passphrase import encrypt
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,
@@ -48,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_SUCH_RESOURCE",
     "configure",
+    "drop_credentials",
     "new_settings_file",
     "plain_outputs",
     "record_spec",
@@ -68,16 +66,13 @@ def run_cli(
     *,
     stack_name: str,
     work_dir: Path,
-    stdin: str | None = None,
     ok_if: str | None = None,
 ) -> str:
-    """Run the CLI directly on one stack (for what the Automation API would put on a command
-    line, such as a secret config value, or does not offer, such as ``state unprotect``). A
-    failure whose output contains ``ok_if`` is no failure."""
+    """Run the CLI directly on one stack (for what the Automation API does not offer, such as
+    ``state unprotect``). A failure whose output contains ``ok_if`` is no failure."""
     engine.fence(f"pulumi {' '.join(args[:2])}", stack=stack_name)
     done = subprocess.run(
         [str(engine.settings.toolchain.path("pulumi")), *args, "--stack", stack_name],
-        input=stdin,
         capture_output=True,
         text=True,
         cwd=work_dir,
@@ -107,57 +102,43 @@ def configure(
     imports: Mapping[str, str],
     release: bool,
 ) -> None:
-    """Write the spec, the release flag, the imports and the provider config of ``stack``."""
+    """Write the spec, the release flag, the imports and the provider config of ``stack``: all
+    plain, the provider's credentials not among them (they reach it in the environment,
+    :func:`reconciler.engine.provider_config.provider_env`); those an older engine wrote
+    there are taken out."""
     engine.fence("writing the config", stack=stack_name)
     plain = {
-        SPEC_CONFIG: auto.ConfigValue(spec.canonical_json()),
-        f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": auto.ConfigValue(str(release).lower()),
-        f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": auto.ConfigValue(json.dumps(dict(imports))),
-        f"{CONFIG_NAMESPACE}:{CHILD_DELETE_TIMEOUT_KEY}": auto.ConfigValue(
+        SPEC_CONFIG: spec.canonical_json(),
+        f"{CONFIG_NAMESPACE}:{RELEASE_KEY}": str(release).lower(),
+        f"{CONFIG_NAMESPACE}:{IMPORTS_KEY}": json.dumps(dict(imports)),
+        f"{CONFIG_NAMESPACE}:{CHILD_DELETE_TIMEOUT_KEY}": (
             f"{engine.settings.child_delete_timeout:g}s"
         ),
+        **provider_config(engine.settings.auth),
     }
-    secrets = {}
-    for key, (value, secret) in provider_config(engine.settings.auth).items():
-        if secret:
-            secrets[key] = value
-        else:
-            plain[key] = auto.ConfigValue(value)
     config_file = work_dir / f"Pulumi.{stack_name}.yaml"
     settings = _read_config_file(config_file)
-    salt = settings.get("encryptionsalt") if settings else None
-    aes_key = engine.passphrase_key.key_for(salt if isinstance(salt, str) else None)
-    values: dict[str, Any] = {k: v.value for k, v in plain.items()}
-    written: dict[str, str] = {}  # secret key -> digest, encrypted here
-    by_cli: dict[str, tuple[str, str]] = {}  # secret key -> (value, digest)
-    for key, value in secrets.items():
-        digest = hashlib.sha256(f"{stack_name}\0{key}\0{value}".encode()).hexdigest()
-        if engine.secrets_written.get((stack_name, key)) == digest and _has_secret(settings, key):
-            continue
-        if aes_key is not None:
-            values[key] = {"secure": encrypt(aes_key, value)}
-            written[key] = digest
-        else:
-            by_cli[key] = (value, digest)
     if settings is not None:
-        settings["config"] = {**(settings.get("config") or {}), **values}
+        config = {**(settings.get("config") or {}), **plain}
+        settings["config"] = {k: v for k, v in config.items() if k not in CREDENTIAL_CONFIG_KEYS}
         _write_settings(config_file, settings)
-    else:  # no file to edit: ask the CLI
-        try:
-            stack.set_all_config(plain)
-        except auto.CommandError as exc:
-            raise engine.error(exc, stack=stack_name, doing="config") from None
-    for key, digest in written.items():
-        engine.secrets_written[(stack_name, key)] = digest
-    for key, (value, digest) in by_cli.items():
-        run_cli(
-            engine,
-            ["config", "set", "--secret", key],
-            stack_name=stack_name,
-            work_dir=work_dir,
-            stdin=value,
-        )
-        engine.secrets_written[(stack_name, key)] = digest
+        return
+    try:  # no file to edit (so no credential in it): ask the CLI
+        stack.set_all_config({k: auto.ConfigValue(v) for k, v in plain.items()})
+    except auto.CommandError as exc:
+        raise engine.error(exc, stack=stack_name, doing="config") from None
+
+
+def drop_credentials(config_file: Path) -> bool:
+    """Take the OpenStack credentials an older engine wrote out of a stack's settings file;
+    whether there were any (False also without a settings file)."""
+    settings = _read_config_file(config_file)
+    config = (settings or {}).get("config") or {}
+    if settings is None or not any(key in config for key in CREDENTIAL_CONFIG_KEYS):
+        return False
+    settings["config"] = {k: v for k, v in config.items() if k not in CREDENTIAL_CONFIG_KEYS}
+    _write_settings(config_file, settings)
+    return True
 
 
 def new_settings_file(config_file: Path, salt_state: str) -> None:
@@ -208,12 +189,6 @@ def _write_settings(config_file: Path, settings: Mapping[str, Any]) -> None:
     tmp = config_file.with_name(f".{config_file.name}.tmp")
     tmp.write_text(text)
     tmp.replace(config_file)
-
-
-def _has_secret(settings: Mapping[str, Any] | None, key: str) -> bool:
-    """Whether the stack's settings hold ``key`` as a secret (``{secure: ...}``)."""
-    entry = ((settings or {}).get("config") or {}).get(key)
-    return isinstance(entry, Mapping) and bool(entry.get("secure"))
 
 
 OUTPUT_KEYS = (

@@ -49,11 +49,14 @@ def stack_of(c: Cluster, name: str) -> str:
 
 
 def person_env(c: Cluster) -> dict[str, str]:
-    """What a person's ``pulumi`` has: the backend URL (with its password), the passphrase."""
+    """What a person's ``pulumi`` has: the backend URL (with its password), the passphrase,
+    and for a command that starts the provider the cloud's password (the stacks hold none:
+    docs/engine.md, "No OpenStack credential in the stacks")."""
     return {
         **os.environ,
         **c.toolchain.env(),
         **c.setup.backend_env,
+        "OS_PASSWORD": c.cloud.get("/topology")["password"],
         "PULUMI_BACKEND_URL": c.setup.backend,
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         "PULUMI_DIY_BACKEND_PARALLEL": "1",

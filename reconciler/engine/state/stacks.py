@@ -17,7 +17,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "remove_leftovers",
     "remove_stack",
     "remove_stack_objects",
+    "rewrite_records",
 ]
 
 # the end of a history object's name: <stack>-<time>.history.json[.gz|.zst] (or .checkpoint...)
@@ -141,6 +142,34 @@ def prune(store: StateStore, stack: str, *, keep: int) -> int:
     for key in doomed:
         bucket.delete(key)
     return len(doomed)
+
+
+def rewrite_records(
+    store: StateStore, stack: str, edit: Callable[[dict[str, Any]], dict[str, Any] | None]
+) -> int:
+    """Pass each of ``stack``'s stored records besides its checkpoint (history entries and
+    their checkpoints, checkpoint backups, the checkpoint's ``.bak``) through ``edit``, and
+    write back those it changes (``edit`` returns None for one it leaves), compressed as
+    found; one this code does not read (``.zst``, not a JSON object) is left. The caller holds
+    the stack's lock. How many were written."""
+    base = f"{store.stacks_prefix()}{stack}"
+    baks = (".json.bak", ".json.gz.bak")
+    keys = [o.key for o in store.bucket.list(f"{base}.") if o.key[len(base) :] in baks]
+    keys += _history_and_backups(store, stack)
+    written = 0
+    for key in keys:
+        packed = key.endswith((".gz", ".gz.bak"))
+        data = store.bucket.read(key)
+        try:
+            document = json.loads(gzip.decompress(data) if packed else data) if data else None
+        except (OSError, ValueError):
+            continue
+        changed = edit(document) if isinstance(document, dict) else None
+        if changed is not None:
+            text = json.dumps(changed, separators=(",", ":")).encode()
+            store.bucket.write(key, gzip.compress(text) if packed else text)
+            written += 1
+    return written
 
 
 def remove_leftovers(store: StateStore, stack: str) -> int:

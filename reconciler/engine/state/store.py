@@ -315,20 +315,27 @@ class StateStore:
         return read.deployment if read is not None else None
 
     def write_deployment(
-        self, stack: str, deployment: Mapping[str, Any], *, expect: Checkpoint
+        self,
+        stack: str,
+        deployment: Mapping[str, Any],
+        *,
+        expect: Checkpoint,
+        backup: bool = True,
     ) -> Checkpoint:
         """Replace the stack's latest deployment in the checkpoint ``expect`` was read from,
         as the CLI saves one (``saveCheckpoint``: the object it replaces copied to ``.bak``
-        first, then written whole, plain or gzip as stored), under the caller's
-        :meth:`locked`; the checkpoint as written. :class:`WriteConflictError`, nothing
-        replaced, when the object is no longer at ``expect``'s version (another writer)."""
+        first unless not ``backup``, then written whole, plain or gzip as stored), under the
+        caller's :meth:`locked`; the checkpoint as written. :class:`WriteConflictError`,
+        nothing replaced, when the object is no longer at ``expect``'s version (another
+        writer)."""
         inner = expect.document.get("checkpoint")
         if not isinstance(inner, dict):
             raise BucketError(f"stack {stack} has no checkpoint this code reads")
         document = {**expect.document, "checkpoint": {**inner, "latest": dict(deployment)}}
         text = json.dumps(document, separators=(",", ":")).encode()  # as the CLI writes it
         raw = gzip.compress(text) if expect.key.endswith(".gz") else text
-        self.bucket.write(expect.key + ".bak", expect.raw)
+        if backup:
+            self.bucket.write(expect.key + ".bak", expect.raw)
         version = self.bucket.write(expect.key, raw, if_version=expect.version)
         return Checkpoint(key=expect.key, version=version, raw=raw, document=document)
 

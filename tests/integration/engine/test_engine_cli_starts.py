@@ -118,9 +118,10 @@ def test_create_noop_update_delete(
     created = stack.ensure(spec)
     assert created.changed
     on_create = list(starts)
-    # the password the engine encrypted itself, as the CLI reads it
-    # (reconciler.engine.state.passphrase)
-    assert plain_config(env, stack, "openstack:password") == config.auth.password.reveal()
+    # the settings file the engine wrote itself, as the CLI reads it; no credential in it
+    # (the provider reads those from its environment: reconciler.engine.provider_config)
+    assert plain_config(env, stack, "openstack:authUrl") == config.auth.auth_url
+    assert "openstack:password" not in stack.config_file.read_text()
     sdk_outputs = plain(env, stack, "stack", "output")
     for key in ("lb_id", "vip_address", "floating_ip", "vip_subnet_id", "spec_hash"):
         assert created.outputs[key] == sdk_outputs[key]  # from the events = the CLI's
@@ -151,8 +152,8 @@ def test_create_noop_update_delete(
     assert env.cloud.lbs() == []
 
     if via == "store":
-        # the stack, its salt and the password's ciphertext are written without `stack init`
-        # and `config set --secret`; `pulumi version` is read once per process (the next test)
+        # the stack, its salt and its config are written without `stack init` and `config
+        # set`; `pulumi version` is read once per process (the next test)
         assert [start for start in on_create if start != "version"] == ["up"]
         assert on_noop == []
         assert on_update == ["up"]  # no `stack select`: the backend holds it (KnownStack)
@@ -309,13 +310,12 @@ def test_the_first_new_stack_after_warm_up_is_one_up(env: Env, starts: list[str]
     assert starts == []  # the key only
 
 
-def test_a_process_that_takes_over_a_stack_writes_its_secrets_itself(
-    env: Env, starts: list[str]
-) -> None:
+def test_a_process_that_takes_over_a_stack_starts_only_its_up(env: Env, starts: list[str]) -> None:
     """What a failover showed: the new leader's first operation on each stack the old one
     had made started a ``pulumi config set --secret`` (the stack's salt was the other
-    process's, whose key it did not have). It derives that key once (PassphraseKey.key_for)
-    and encrypts the password itself; the CLI reads it back."""
+    process's, whose key it did not have). No secret is written to a stack's config any more
+    (the credentials reach the provider in its environment): its ``up`` is the one start, and
+    the CLI reads the config it wrote."""
     config = env.config()
     spec = spec_for(stored_service("taken"), config)
     first = env.engine(config).stack(service=spec.service)
@@ -328,7 +328,7 @@ def test_a_process_that_takes_over_a_stack_writes_its_secrets_itself(
     try:
         assert second.ensure(wider).changed
         assert starts == ["up"]
-        assert plain_config(env, second, "openstack:password") == config.auth.password.reveal()
+        assert plain_config(env, second, "openstack:authUrl") == config.auth.auth_url
     finally:
         second.delete()
 

@@ -38,7 +38,8 @@ ALL_ADDRESSES = ["10.0.0.11", "10.0.0.12", "10.0.0.13"]
 
 
 def person(env: Env, stack: ServiceStack, *args: str) -> str:
-    """What ``pulumi <args>`` prints for a person with the backend URL and the passphrase, in a
+    """What ``pulumi <args>`` prints for a person with the backend URL, the passphrase and the
+    cloud's password (a refresh starts the provider; the stacks hold no credential), in a
     folder of their own (a project file, no program)."""
     folder = env.state_dir.parent / "person"
     folder.mkdir(exist_ok=True)
@@ -53,6 +54,7 @@ def person(env: Env, stack: ServiceStack, *args: str) -> str:
         env={
             **env.toolchain.env(),
             **stack.engine.settings.extra_env,
+            "OS_PASSWORD": env.topo["password"],
             "PULUMI_BACKEND_URL": stack.engine.settings.backend,
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_DIY_BACKEND_PARALLEL": "1",
