@@ -6,7 +6,8 @@ One emulator per session with the ``instant`` timing profile (every call still s
 text pointing at the emulator's Keystone with the demo user, and helpers that build a spec from
 a Service (:func:`tests.builders.stored_service`) the way the controller will
 (:func:`reconciler.model.build_spec`). After each test the emulator's inventory must show
-nothing created that the test did not delete.
+nothing created that the test did not delete, and no stack of the test's backends may hold an
+OpenStack credential (:mod:`tests.stack_secrets`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from tests.emulated import (
     running_emulator,
     subnet_line,
 )
+from tests.stack_secrets import EMULATOR_CREDENTIALS, assert_no_credentials
 
 CLUSTER = "itest"
 PASSPHRASE = "engine-test-passphrase"
@@ -133,10 +135,31 @@ def commands_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
+def no_credentials_in(
+    env: Env, url: str = "", backend_env: Mapping[str, str] | None = None
+) -> None:
+    """Fail the test when a stack of ``url`` (default: the state dir's own ``file://``
+    backend, if the test made one) holds an OpenStack credential (:mod:`tests.stack_secrets`)."""
+    if not url:
+        folder = env.state_dir / "backend"
+        if not (folder / ".pulumi").is_dir():
+            return
+        url = folder.absolute().as_uri()
+    values = (env.topo["password"], env.topo.get("application_credential_secret", ""))
+    assert_no_credentials(
+        url,
+        env=backend_env,
+        values=(*values, *EMULATOR_CREDENTIALS),
+        passphrases=(PASSPHRASE,),
+    )
+
+
 @pytest.fixture
 def env(toolchain: Toolchain, topo: dict[str, Any], cloud: Cloud, tmp_path: Path) -> Iterator[Env]:
-    yield Env(topo=topo, cloud=cloud, toolchain=toolchain, state_dir=tmp_path / "lbr")
+    made = Env(topo=topo, cloud=cloud, toolchain=toolchain, state_dir=tmp_path / "lbr")
+    yield made
     cloud.wait_nothing_created(timeout=15)
+    no_credentials_in(made)
 
 
 @pytest.fixture
@@ -157,9 +180,11 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
-def backend_env(env: Env, backend: Backend) -> Env:
-    """``env`` on a backend of its own, one run per kind (file, postgres, s3)."""
-    return dataclasses.replace(env, backend=backend)
+def backend_env(env: Env, backend: Backend) -> Iterator[Env]:
+    """``env`` on a backend of its own, one run per kind (file, postgres, s3); at the end, no
+    stack of it may hold an OpenStack credential."""
+    yield dataclasses.replace(env, backend=backend)
+    no_credentials_in(env, backend.url, {**backend.cli_env(), **backend.env})
 
 
 @contextlib.contextmanager
@@ -170,8 +195,10 @@ def env_of_its_own(
     at the end, as ``env``'s, nothing created may be left."""
     with running_emulator(timing=timing) as handle:
         cloud = Cloud(handle)
-        yield Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=state_dir)
+        made = Env(topo=handle.topology(), cloud=cloud, toolchain=toolchain, state_dir=state_dir)
+        yield made
         cloud.wait_nothing_created(timeout=15)
+        no_credentials_in(made)
 
 
 @pytest.fixture
