@@ -6,6 +6,9 @@
   removes those (no cascade, no statuses: a test harness's reset after a test that left
   something behind) and returns what it removed.
 * ``GET /admin/topology``: the default topology's IDs and credentials.
+* ``GET /admin/requests[?since=N]``: the requests to Keystone, Neutron and Octavia, oldest first
+  (sequence number, time, method, path, query, status; :mod:`emulator.request_log`), and
+  ``next``, the number to pass as ``since`` next time; ``DELETE /admin/requests`` forgets them.
 * ``GET|PUT|DELETE /admin/faults``: read, replace or clear the fault configuration (same shape
   as the faults file); ``POST /admin/faults/rules`` and ``POST /admin/faults/loadbalancers``
   append one rule; ``GET /admin/faults/fired`` counts how often each rule fired.
@@ -45,6 +48,8 @@ class AdminResponses:
         r.add("GET", "/inventory", self.inventory, op="admin.inventory")
         r.add("DELETE", "/inventory/created", self.forget_created, op="admin.inventory")
         r.add("GET", "/topology", self.topology, op="admin.topology")
+        r.add("GET", "/requests", self.requests, op="admin.requests")
+        r.add("DELETE", "/requests", self.clear_requests, op="admin.requests")
         r.add("GET", "/faults", self.faults, op="admin.faults")
         r.add("PUT", "/faults", self.set_faults, op="admin.faults")
         r.add("DELETE", "/faults", self.clear_faults, op="admin.faults")
@@ -61,6 +66,18 @@ class AdminResponses:
 
     def topology(self, req: Request) -> Response:
         return Response(200, self.cloud.topology_info(auth_url=f"{req.base_url}/identity/v3"))
+
+    def requests(self, req: Request) -> Response:
+        raw = (req.query.get("since") or ["0"])[0]
+        try:
+            since = int(raw)
+        except ValueError:
+            raise BadRequest(f"since must be a whole number, got {raw!r}.") from None
+        return Response(200, self.cloud.requests.since(since))
+
+    def clear_requests(self, req: Request) -> Response:
+        self.cloud.requests.clear()
+        return Response(204)
 
     def faults(self, req: Request) -> Response:
         return Response(200, self.cloud.faults.config.to_dict())

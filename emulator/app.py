@@ -7,7 +7,8 @@ endpoints are the same services under ``/internal/...`` and ``/admin-interface/.
 applies due Octavia transitions, finds the route (404/405 in the service's own error shape),
 validates ``X-Auth-Token`` with Keystone for Neutron and Octavia (401 otherwise), asks the fault
 injector (latency, error, quota, dropped connection), then calls the route under the store lock.
-Every response carries ``X-OpenStack-Request-Id``.
+Every response carries ``X-OpenStack-Request-Id``. Every request but the emulator's own
+``/admin`` ones is logged in ``cloud.requests`` (:mod:`emulator.request_log`).
 
 :meth:`EmulatorApp.handle` takes a request as plain values and returns a
 :class:`~emulator.web.Response`, or ``None`` when the fault injector wants the connection
@@ -121,6 +122,15 @@ class EmulatorApp:
             interface=interface,
         )
         response = self._handle(request, service)
+        if service is None or service.name != "admin":
+            answered = None if response is None or response.dropped else response.status
+            self.cloud.requests.add(
+                at=self.cloud.clock.now(),
+                method=request.method,
+                path=path,
+                query=query_string,
+                status=answered,
+            )
         if response is None or response.dropped:
             lost = f" after {response.status}{made(response)}" if response is not None else ""
             log.info("%s %s -> dropped%s (%s)", request.method, path, lost, request_id)

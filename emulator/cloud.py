@@ -3,7 +3,8 @@
 :class:`Cloud` wires the models together and seeds the topology into an empty store (a state
 file that already holds a cloud is used as it is, so a restart keeps everything). It also
 answers the admin questions tests ask: what exists (:meth:`Cloud.inventory`) and the IDs of the
-default topology (:meth:`Cloud.topology_info`).
+default topology (:meth:`Cloud.topology_info`), and what the APIs were asked (``requests``,
+:mod:`emulator.request_log`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from emulator.faults import FaultConfig, FaultInjector
 from emulator.keystone.models import Keystone
 from emulator.neutron.models import Neutron
 from emulator.octavia.models import Octavia
+from emulator.request_log import RequestLog
 from emulator.store import Store
 from emulator.timing import INSTANT, Clock, SystemClock, TimingProfile
 from emulator.topology import Topology, load_topology, stable_id
@@ -64,6 +66,7 @@ class Cloud:
         self.clock: Clock = clock or SystemClock()
         self.store = Store(path=config.state_file)
         self.faults = FaultInjector(config.faults)
+        self.requests = RequestLog()  # what the APIs were asked (GET /admin/requests)
         self.keystone = Keystone(store=self.store, clock=self.clock)
         self.neutron = Neutron(store=self.store, clock=self.clock)
         self.octavia = Octavia(

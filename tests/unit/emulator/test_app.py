@@ -11,6 +11,7 @@ from emulator.app import EmulatorApp, made
 from emulator.cloud import Cloud
 from emulator.context import AuthContext
 from emulator.faults import FaultConfig, FaultRule, LbFault
+from emulator.request_log import RequestLog
 from emulator.timing import ManualClock
 from emulator.web import Response
 
@@ -175,3 +176,60 @@ def test_a_lost_answer_is_logged_with_the_id_it_would_have_carried(
         )
     assert answer is None  # carried out, the connection dropped
     assert "GET /identity/ -> dropped after 300" in caplog.text
+
+
+def test_the_request_log_lists_cloud_requests_in_order_and_not_admin_ones(
+    cloud: Cloud, clock: ManualClock
+) -> None:
+    app = EmulatorApp(cloud=cloud)
+
+    def call(method: str, path: str, query: str = "") -> Response | None:
+        return app.handle(
+            method=method, path=path, query_string=query, headers={}, body=b"", base_url="http://e"
+        )
+
+    start = json.loads(_admin_body(call("GET", "/admin/requests")))["next"]
+    call("GET", "/identity/v3")
+    clock.advance(1.5)
+    call("get", "/load-balancer/v2/lbaas/loadbalancers", "name=x")  # 401: logged all the same
+    call("GET", "/admin/inventory")  # the emulator's own: not logged
+    cloud.faults.configure(
+        FaultConfig(rules=(FaultRule(operation="keystone.versions", drop=True, count=1),))
+    )
+    call("GET", "/identity/")  # dropped: no status
+    log = json.loads(_admin_body(call("GET", "/admin/requests", f"since={start}")))
+    rows = [(r["method"], r["path"], r["query"], r["status"]) for r in log["requests"]]
+    assert rows == [
+        ("GET", "/identity/v3", "", 200),
+        ("GET", "/load-balancer/v2/lbaas/loadbalancers", "name=x", 401),
+        ("GET", "/identity/", "", None),
+    ]
+    seqs = [r["seq"] for r in log["requests"]]
+    assert seqs == [start + 1, start + 2, start + 3]
+    assert log["next"] == start + 3
+    assert log["requests"][0]["time"] == "2023-11-14T22:13:20.000000Z"  # the cloud's clock
+    assert log["requests"][1]["time"] == "2023-11-14T22:13:21.500000Z"
+    later = json.loads(_admin_body(call("GET", "/admin/requests", f"since={start + 2}")))
+    assert [r["seq"] for r in later["requests"]] == [start + 3]
+    bad = call("GET", "/admin/requests", "since=x")
+    assert bad is not None
+    assert bad.status == 400
+    cleared = call("DELETE", "/admin/requests")
+    assert cleared is not None
+    assert cleared.status == 204
+    after = json.loads(_admin_body(call("GET", "/admin/requests")))
+    assert after == {"requests": [], "next": start + 3}
+
+
+def test_the_request_log_keeps_the_last_entries_only() -> None:
+    log = RequestLog(limit=2)
+    for i in range(3):
+        log.add(at=0.0, method="get", path=f"/p{i}", query="", status=200)
+    assert [r["path"] for r in log.since()["requests"]] == ["/p1", "/p2"]
+    assert log.since()["next"] == 3
+
+
+def _admin_body(response: Response | None) -> bytes:
+    assert response is not None
+    assert response.status == 200, response
+    return response.encoded()
