@@ -34,11 +34,11 @@ from reconciler.cli.common import (
 )
 from reconciler.cli.manifests import load
 from reconciler.cli.preview_offline import (
-    NEW_WITHOUT_NODES_NOTE,
     NO_CREDENTIALS_FOR_REFRESH,
     NODES_FROM_STATE_NOTE,
     TAKES_OVER_NOTE,
     has_credentials,
+    new_service_nodes_note,
     offline_notes,
 )
 from reconciler.cli.preview_plan import (
@@ -50,6 +50,7 @@ from reconciler.cli.preview_plan import (
     nodes_of,
     select_services,
     selector_labels,
+    stand_in_node,
 )
 from reconciler.cli.preview_report import (
     PreviewReport,
@@ -69,7 +70,7 @@ from reconciler.engine.openstack.client import OpenStackRestError
 from reconciler.engine.plan import StackInfo, applied_spec_from
 from reconciler.engine.preview_offline import recorded_lookups
 from reconciler.engine.sandbox import Sandbox, SandboxError
-from reconciler.model import ServiceRef
+from reconciler.model import LoadBalancerSpec, ServiceRef
 
 __all__ = ["register"]
 
@@ -151,8 +152,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where.add_argument(
         "--nodes-from-state",
         action="store_true",
-        help="the Nodes each stack was last applied with (no cluster access; a new Service is "
-        "previewed without members)",
+        help="the Nodes each stack was last applied with (no cluster access; a new Service: "
+        "those of the most recently updated stack)",
     )
     p.add_argument(
         "--refresh",
@@ -192,22 +193,24 @@ def _nodes(args: argparse.Namespace) -> tuple[list[Mapping[str, Any]], list[str]
 def _check(
     targets: Sequence[Target],
     *,
-    nodes: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]] | None,
     config: CloudConfig,
     settings: ControllerSettings,
 ) -> list[InputError]:
-    """Every Service's spec, built with placeholders for what Kubernetes assigns."""
+    """Every Service's spec, built with placeholders for what Kubernetes assigns (``nodes``
+    None: --nodes-from-state, a stand-in Node the Service's node-selector matches)."""
     errors: list[InputError] = []
     for target in targets:
         service, _notes = complete(target.service, None)
+        using = nodes if nodes is not None else [stand_in_node(selector_labels(service, config))]
         _spec, found, _notices = build(
-            target, service, nodes=nodes, config=config, settings=settings
+            target, service, nodes=using, config=config, settings=settings
         )
         errors += found
     return errors
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Run:
     """What every Service's preview shares."""
 
@@ -217,6 +220,29 @@ class _Run:
     nodes: Sequence[Mapping[str, Any]] | None  # None: each stack's own (--nodes-from-state)
     asks_cloud: bool
     refresh: bool
+    stacks: Sequence[StackInfo] = ()
+    _fleet: tuple[str, LoadBalancerSpec | None] | None = None
+
+    def fleet_spec(self) -> tuple[str, LoadBalancerSpec | None]:
+        """For a new Service with --nodes-from-state: a stack of the cluster (the newest one
+        updated) and the spec it was last applied with, whose members are the cluster's
+        eligible Nodes as the controller last saw them; ("", None) without one."""
+        if self._fleet is None:
+            self._fleet = ("", None)
+            for info in sorted(self.stacks, key=_updated, reverse=True):
+                stack = self.sandbox.stack(
+                    ServiceRef(info.namespace, info.name, info.uid), copy=True
+                )
+                outputs, _ = self.sandbox.outputs_and_state(stack)
+                applied = applied_spec_from(outputs) if outputs else None
+                if applied is not None:
+                    self._fleet = (info.key, applied)
+                    break
+        return self._fleet
+
+
+def _updated(info: StackInfo) -> float:
+    return info.last_update.timestamp() if info.last_update else 0.0
 
 
 def _preview_one(run: _Run, target: Target, info: StackInfo | None) -> ServiceReport:
@@ -231,8 +257,14 @@ def _preview_one(run: _Run, target: Target, info: StackInfo | None) -> ServiceRe
         service, notes = complete(target.service, applied)
         nodes = run.nodes
         if nodes is None:
-            nodes = nodes_from_spec(applied, selector_labels(target.service, run.config))
-            notes = (*notes, NODES_FROM_STATE_NOTE if info else NEW_WITHOUT_NODES_NOTE)
+            labels = selector_labels(target.service, run.config)
+            if applied is None:  # a new Service: the Nodes another stack was applied with
+                source, applied_there = run.fleet_spec()
+                nodes = nodes_from_spec(applied_there, labels)
+                notes = (*notes, new_service_nodes_note(source))
+            else:
+                nodes = nodes_from_spec(applied, labels)
+                notes = (*notes, NODES_FROM_STATE_NOTE)
         spec, errors, notices = build(
             target, service, nodes=nodes, config=run.config, settings=run.settings
         )
@@ -281,10 +313,17 @@ def cmd_preview(args: argparse.Namespace) -> int:
     errors = [str(e) for e in loaded.errors] + [str(e) for e in selected]
     config = load_cloud_config(args.cloud_config)
     nodes: list[Mapping[str, Any]] = []
-    if targets and not args.nodes_from_state:
-        nodes, node_errors = _nodes(args)
-        errors += node_errors
-        errors += [str(e) for e in _check(targets, nodes=nodes, config=config, settings=settings)]
+    if targets:
+        if not args.nodes_from_state:
+            nodes, node_errors = _nodes(args)
+            errors += node_errors
+        checked = _check(
+            targets,
+            nodes=None if args.nodes_from_state else nodes,
+            config=config,
+            settings=settings,
+        )
+        errors += [str(e) for e in checked]
     out = sys.stdout
     if errors:
         report = PreviewReport(skipped=tuple(skipped), errors=tuple(errors))
@@ -316,6 +355,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 nodes=None if args.nodes_from_state else nodes,
                 asks_cloud=asks_cloud,
                 refresh=args.refresh,
+                stacks=list(stacks.values()),
             )
             for target in targets:
                 with progress(f"previewing {target.key}"):

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from reconciler.config import AuthConfig
 
 __all__ = [
-    "NEW_WITHOUT_NODES_NOTE",
     "NODES_FROM_STATE_NOTE",
     "NO_CREDENTIALS_FOR_REFRESH",
     "TAKES_OVER_NOTE",
     "has_credentials",
+    "new_service_nodes_note",
     "offline_notes",
 ]
 
@@ -30,10 +30,21 @@ NO_CREDENTIALS_FOR_REFRESH = (
     "--refresh out to preview from the state alone"
 )
 NODES_FROM_STATE_NOTE = "members: the Nodes the stack was last applied with (--nodes-from-state)"
-NEW_WITHOUT_NODES_NOTE = (
-    "members: none previewed (--nodes-from-state, and a new Service has no state); the "
-    "controller adds every eligible Node"
-)
+
+
+def new_service_nodes_note(source: str) -> str:
+    """Where a new Service's members come from with --nodes-from-state."""
+    if not source:
+        return (
+            "members: none previewed (--nodes-from-state, and no stack of the cluster to take "
+            "the Nodes from); the controller adds every eligible Node"
+        )
+    return (
+        f"members: the Nodes the stack of {source} was last applied with (--nodes-from-state; "
+        "a new Service has no state of its own)"
+    )
+
+
 TAKES_OVER_NOTE = (
     "takes over {what}, made before (by OCCM, or by a stack that was lost): its objects are "
     "imported, not created again, and its external IP stays (docs/adopt.md)"

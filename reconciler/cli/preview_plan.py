@@ -42,6 +42,7 @@ __all__ = [
     "nodes_of",
     "select_services",
     "selector_labels",
+    "stand_in_node",
 ]
 
 NODE_PORT_TOP = 32767  # the default --service-node-port-range is 30000-32767
@@ -269,6 +270,24 @@ def selector_labels(service: Mapping[str, Any], config: CloudConfig) -> dict[str
     return dict(parse_node_selector(text=text or "").terms)
 
 
+def stand_in_node(labels: Mapping[str, str]) -> dict[str, Any]:
+    """A Node to check a Service's input with before the real ones are known
+    (--nodes-from-state): documentation address 192.0.2.1 (RFC 5737), ``labels``."""
+    return _node("(a Node)", "192.0.2.1", labels)
+
+
+def _node(name: str, address: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": address}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 def nodes_from_spec(
     applied: LoadBalancerSpec | None, labels: Mapping[str, str]
 ) -> list[dict[str, Any]]:
@@ -281,15 +300,4 @@ def nodes_from_spec(
     for listener in applied.listeners:
         for member in listener.pool.members:
             found.setdefault(member.name, member.address)
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels)},
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": address}],
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
-        for name, address in sorted(found.items())
-    ]
+    return [_node(name, address, labels) for name, address in sorted(found.items())]

@@ -138,3 +138,28 @@ def test_only_documents_that_are_not_services_change_nothing(
         "### lb-reconciler preview: 0 Services: 0 with changes, 0 unchanged; 1 document skipped"
     )
     assert "- `app.yaml:1` Deployment `web`: not a Service (Deployment)" in out
+
+
+def test_nodes_from_state_checks_the_input_first_with_a_stand_in_node(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no subnet-id: the VIP subnet is found from a Node's port, and a node-selector; the
+    # check must not fail for want of Nodes, only for the bad annotation
+    (folder / "cloud.conf").write_text(
+        "[Global]\nauth-url = https://keystone.example/v3\n[LoadBalancer]\nnode-selector = pool=lb\n"
+    )
+    (folder / "svc").mkdir()
+    (folder / "svc" / "web.yaml").write_text(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  annotations:\n"
+        '    loadbalancer.openstack.org/connection-limit: "abc"\n'
+        "spec:\n  type: LoadBalancer\n  ports: [{port: 80}]\n"
+    )
+    code = main(
+        ["preview", "--cloud-config", "cloud.conf", "--nodes-from-state", "-f", "svc"]
+        + ["--state-dir", str(folder / "state")]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 1
+    assert len(out.splitlines()) == 2, out  # the one problem, no Node's
+    assert "connection-limit" in out
+    assert not (folder / "state").exists()

@@ -78,7 +78,9 @@ def test_a_pull_request_previewed_without_the_cloud_writes_nothing(
         assert "`default/api`" in out
         assert "`listener-tcp-443`" in out  # the new port's chain ...
         assert "`listener-tcp-80`" in out  # ... and the new Service's
-        assert "the Nodes the stack was last applied with" in out
+        assert "the Nodes the stack was last applied with" in out  # web's own
+        assert "the Nodes the stack of default/web was last applied with" in out  # api is new
+        assert "`members-tcp-80`" in out  # so api's members are previewed
         # api is new: what its program would ask the cloud is listed, not asked
         assert "not checked (no cloud credentials): that the VIP subnet-id" in out
         assert "whether a load balancer named" in out
