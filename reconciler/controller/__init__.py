@@ -9,7 +9,8 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
 * :mod:`.sync_plan`: what to do for one Service and which patches and Events say so (pure);
   :mod:`.changes`: whether its spec or the Nodes changed since the last sync (pure);
   :mod:`.sync`: carrying out one sync, in the order that keeps the guarantees;
-* :mod:`.ingress`: the Service's ``status.loadBalancer.ingress`` (pure);
+* :mod:`.ingress`: the Service's ``status.loadBalancer.ingress`` (pure); :mod:`.conditions`: its
+  condition ``lb-reconciler.io/LoadBalancerReady``, which one and whether to write it (pure);
 * :mod:`.housekeeping_plan`: orphans and drift checks (pure); :mod:`.housekeeping`: the
   periodic scan that acts on them;
 * :mod:`.drift_plan`: the drift modes (repair, report, off) and the Events of a check (pure);

@@ -9,7 +9,8 @@ stack is never touched by two operations at once.
   load balancer and holds none of our finalizers): logged and counted when first seen; after
   ``orphan_grace`` the controller destroys it, if its Service is still absent at that moment.
 * **Drift** (OCCM's issue #1597: a listener deleted by hand stays deleted): every stack is
-  checked once per ``drift_interval``, staggered across the interval. What a check is and what
+  checked once per ``drift_interval``, staggered across the interval, but a paused Service's
+  (``lb-reconciler.io/reconcile: disabled``), which is no orphan either. What a check is and what
   follows is the ``drift`` mode (:mod:`.drift_plan`): ``repair`` refreshes, and a difference
   makes the following ``up`` put the cloud back; ``report`` compares without writing anything
   and tells the Service's Events and ``lbr_drifted_stacks``; ``off`` (or an interval of 0)
@@ -30,7 +31,7 @@ from typing import Any
 
 from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.drift_plan import DriftMode
-from reconciler.controller.housekeeping_plan import drift_due, find_orphans
+from reconciler.controller.housekeeping_plan import drift_due, find_orphans, not_paused
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
 from reconciler.model import ServiceRef
@@ -112,9 +113,10 @@ class Housekeeper:
         """One pass: list the stacks, request orphan deletions and drift checks that are due."""
         now = self._clock()
         stacks = self._engine.stacks()
+        services = self._services()
         result = find_orphans(
             stacks=stacks,
-            services=self._services(),
+            services=services,
             first_seen=self._first_seen,
             now=now,
             grace=self._settings.orphan_grace,
@@ -138,6 +140,7 @@ class Housekeeper:
             self._orphan(info.key, ServiceRef(info.namespace, info.name, info.uid))
         if self._settings.drift_mode is DriftMode.OFF:
             return
+        stacks = not_paused(stacks, services)  # a paused Service's stack is left as it is
         by_name = {info.stack: info for info in stacks}
         scan = drift_due(
             stacks=stacks,

@@ -8,6 +8,8 @@ and ``last_checked``).
 
 * :func:`find_orphans`: stacks no Service will ever clean up, destroyed after a grace period.
 * :func:`drift_due`: stacks whose periodic refresh is due, each at its own phase in the interval.
+* :func:`not_paused`: the stacks whose Service is not paused (``lb-reconciler.io/reconcile:
+  disabled``), the only ones whose drift is checked; a paused Service's stack is no orphan either.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from typing import Any
 
 from reconciler.controller.sync_plan import Action, ControllerSettings, decide
 from reconciler.engine.plan import StackInfo
-from reconciler.model.predicates import CLASS_FINALIZER
+from reconciler.model.predicates import CLASS_FINALIZER, paused
 
-__all__ = ["DriftScan", "OrphanScan", "drift_due", "drift_phase", "find_orphans", "is_orphan"]
+__all__ = [
+    "DriftScan",
+    "OrphanScan",
+    "drift_due",
+    "drift_phase",
+    "find_orphans",
+    "is_orphan",
+    "not_paused",
+]
 
 
 @dataclass(frozen=True)
@@ -58,10 +68,22 @@ def is_orphan(
       (``IGNORE``: its type changed away from LoadBalancer, or its ``loadBalancerClass`` is not
       ours, and the finalizer was removed by hand; or it is being deleted without our
       finalizer): an orphan, whether or not its uid matches the stack's.
+    * the Service is **paused** (``lb-reconciler.io/reconcile: disabled``): never an orphan; a
+      person pausing it is repairing or keeping its load balancer on purpose.
     """
     if service is None:
         return True
+    if paused(service):
+        return False
     return decide(service, settings) is Action.IGNORE
+
+
+def not_paused(
+    stacks: Sequence[StackInfo], services: Mapping[str, Mapping[str, Any]]
+) -> tuple[StackInfo, ...]:
+    """``stacks`` but those whose Service (in ``services``, by ``namespace/name``) is paused:
+    no drift check, no repair for them."""
+    return tuple(info for info in stacks if not paused(services.get(info.key) or {}))
 
 
 def find_orphans(

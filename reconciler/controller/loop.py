@@ -19,6 +19,12 @@ beyond the order of the effects, which is where the guarantees live:
   gone once the finalizer is);
 * **invalid input**: a Warning naming field, value and fix; no finalizer, no engine call; the
   key is not retried until the Service changes (a watch event brings it back).
+* **paused** (``lb-reconciler.io/reconcile: disabled``): no engine call, no finalizer change;
+  the condition says ``Paused`` and a paused Service being deleted keeps its finalizer, with a
+  Warning ``DeletionPaused``; removing the annotation (a watch event) resumes.
+
+Each sync also leaves the Service's condition ``lb-reconciler.io/LoadBalancerReady``
+(:mod:`.conditions`, written by :mod:`.sync` only when it differs from what the Service has).
 
 Failures decide the retry and the Warning (:mod:`.backend`, :func:`settle`): every failure of
 the engine, in ``up`` or ``destroy`` alike, gets a Warning ``SyncLoadBalancerFailed`` carrying

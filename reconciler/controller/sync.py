@@ -7,6 +7,14 @@ of the last spec applied per key (it only shapes Events). It never schedules: th
 work queue guarantees one sync per key at a time, and the housekeeper's requests (destroy an
 orphan, check drift: :mod:`.drift`) are recorded here and carried out by the next sync of that
 key.
+
+It also writes the Service's condition ``lb-reconciler.io/LoadBalancerReady``
+(:mod:`.conditions` decides which, and whether the Service already has it): ``Updating`` before
+an ``up`` for a change, ``Provisioned`` with the status after a success (one strategic merge
+patch of the status subresource for both), ``CloudError`` / ``StackLocked`` after an engine
+failure, ``Refused`` for invalid input, ``Paused`` for a paused Service (which gets no engine
+call, no finalizer change and no orphan deletion). A condition that is already there is not
+written again; a failure to write one after a failure is logged, not added to the failure.
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.config import CloudConfig
+from reconciler.controller import conditions
 from reconciler.controller.backend import Failure, LoadBalancerEngine, failure_of
+from reconciler.controller.changes import Change
 from reconciler.controller.drift import DriftChecks
 from reconciler.controller.drift_plan import DriftMode
 from reconciler.controller.events import EventRecorder
@@ -33,8 +44,10 @@ from reconciler.controller.sync_plan import (
     plan_after_ensure,
     plan_cleanup,
     plan_ensure,
+    plan_paused,
 )
 from reconciler.model import LoadBalancerSpec, ServiceRef
+from reconciler.model.predicates import paused
 
 __all__ = ["ServiceSync", "SyncOutcome"]
 
@@ -69,6 +82,29 @@ def _service_path(ns: str, name: str) -> str:
     return f"/api/v1/namespaces/{ns}/services/{name}"
 
 
+def _status_path(service: Mapping[str, Any]) -> str:
+    meta = service["metadata"]
+    return _service_path(meta["namespace"], meta["name"]) + "/status"
+
+
+def _key(service: Mapping[str, Any]) -> str:
+    meta = service["metadata"]
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _merged(*patches: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Status patches in one (each ``{"status": {...}}`` with keys of its own)."""
+    status: dict[str, Any] = {}
+    for patch in patches:
+        if patch is not None:
+            status.update(patch["status"])
+    return {"status": status} if status else None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class ServiceSync:
     def __init__(
         self,
@@ -81,8 +117,11 @@ class ServiceSync:
         metrics: Metrics,
         nodes: Callable[[], Sequence[Mapping[str, Any]]],
         drift: DriftMode = DriftMode.REPAIR,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
+        """``clock``: the wall clock of the conditions' ``lastTransitionTime``."""
         self._kube = kube
+        self._clock = clock
         self._engine = engine
         self._config = config
         self._settings = settings
@@ -111,13 +150,17 @@ class ServiceSync:
         if service is None:
             self.drift.forget(key)
         if action is Action.IGNORE:
-            return self._delete_orphan(key, orphan) if orphan is not None else SyncOutcome()
+            if orphan is None or (service is not None and paused(service)):
+                return SyncOutcome()  # nothing to do; a paused Service's stack is no orphan
+            return self._delete_orphan(key, orphan)
         assert service is not None
         try:
             if action is Action.ENSURE:
                 return self._ensure(key, service)
             if action is Action.CLEANUP:
                 return self._cleanup(key, service)
+            if action is Action.PAUSED:
+                return self._paused(key, service)
             return SyncOutcome()
         except KubeUnavailableError as exc:
             return SyncOutcome(Failure.RETRY_SOON, str(exc), service, action)
@@ -145,7 +188,35 @@ class ServiceSync:
     ) -> SyncOutcome:
         reason = str(getattr(exc, "event_reason", "") or "")
         error = str(exc) or type(exc).__name__
-        return SyncOutcome(failure_of(exc), error, service, action, reason)
+        outcome = SyncOutcome(failure_of(exc), error, service, action, reason)
+        if service is not None and outcome.failure is not Failure.RETRY_SOON:
+            condition = conditions.failed(
+                deleting=action is Action.CLEANUP, error=error, locked=reason == "StackLocked"
+            )
+            self._condition_after_failure(service, condition)
+        return outcome
+
+    def _condition(
+        self, service: Mapping[str, Any], condition: conditions.Condition
+    ) -> Mapping[str, Any]:
+        """Write ``condition`` unless the Service has it; the Service as it is afterwards."""
+        patch = conditions.condition_patch(service, condition, now=self._clock())
+        if patch is None:
+            return service
+        return self._kube.patch(_status_path(service), patch, kind="strategic")
+
+    def _condition_after_failure(
+        self, service: Mapping[str, Any], condition: conditions.Condition
+    ) -> None:
+        """The condition of a failure already reported otherwise (a Warning follows): an API
+        error here is logged; the sync's outcome stays the failure it is."""
+        try:
+            self._condition(service, condition)
+        except (KubeError, KubeUnavailableError) as exc:
+            _log.warning(
+                "could not write the Service's condition",
+                extra={"service": _key(service), "error": str(exc)},
+            )
 
     def _patch_fresh(
         self,
@@ -188,6 +259,8 @@ class ServiceSync:
             _log.info("spec notice", extra={"service": key, "notice": notice})
         if plan.spec is None:
             self._record(service, plan.events)
+            message = plan.events[0].message if plan.events else "invalid configuration"
+            self._condition_after_failure(service, conditions.refused(message))
             return SyncOutcome(Failure.INVALID, "invalid configuration")  # Event already sent
         spec = plan.spec
         self._record(service, plan.events)
@@ -201,6 +274,11 @@ class ServiceSync:
             service = self._patch_fresh(service, add)
             if decide(service, self._settings) is not Action.ENSURE:
                 return SyncOutcome(Failure.RETRY_SOON, "the Service changed during the sync")
+        # an edit this process saw (Services have no metadata.generation): Updating
+        remembered = applied is not None and plan.change is Change.FULL
+        update = conditions.updating(service, remembered_change=remembered)
+        if update is not None:
+            service = self._condition(service, update)
         ref = spec.service
         self.drift.check(key, ref, service)
         try:
@@ -218,8 +296,13 @@ class ServiceSync:
         path = _service_path(meta["namespace"], meta["name"])
         if after.annotation_patch is not None:
             service = self._kube.patch(path, after.annotation_patch)
-        if after.status_patch is not None:
-            self._kube.patch(path + "/status", after.status_patch)
+        ready = conditions.provisioned(lb_id=result.lb_id, address=result.address)
+        status = _merged(
+            after.status_patch,
+            conditions.condition_patch(service, ready, now=self._clock()),
+        )
+        if status is not None:
+            self._kube.patch(path + "/status", status, kind="strategic")
         self._record(service, after.events)
         _log.info(
             "load balancer ensured",
@@ -244,16 +327,32 @@ class ServiceSync:
         )
         self._record(service, plan.events_after)
         deleting = bool(service.get("metadata", {}).get("deletionTimestamp"))
-        status_patch = plan_cleanup(service, self._settings).status_patch
+        status_patch = _merged(
+            plan_cleanup(service, self._settings).status_patch,
+            conditions.removal_patch(service),
+        )
         if status_patch is not None and not deleting:
             try:
                 self._kube.patch(
-                    _service_path(meta["namespace"], meta["name"]) + "/status", status_patch
+                    _service_path(meta["namespace"], meta["name"]) + "/status",
+                    status_patch,
+                    kind="strategic",
                 )
             except KubeError as exc:
                 if not exc.not_found:
                     raise
         _log.info("load balancer deleted", extra={"service": key})
+        return SyncOutcome()
+
+    def _paused(self, key: str, service: Mapping[str, Any]) -> SyncOutcome:
+        """``lb-reconciler.io/reconcile: disabled``: no engine call, no finalizer change; the
+        condition says so, and its Events go with a change of it."""
+        plan = plan_paused(service, self._settings)
+        patch = conditions.condition_patch(service, plan.condition, now=self._clock())
+        if patch is not None:
+            service = self._kube.patch(_status_path(service), patch, kind="strategic")
+            self._record(service, plan.events)
+            _log.info("reconciling paused", extra={"service": key, "cleanup": plan.cleanup})
         return SyncOutcome()
 
     def _record(self, service: Mapping[str, Any], events: Iterable[Event]) -> None:

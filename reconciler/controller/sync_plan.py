@@ -8,13 +8,17 @@ given). Three decisions:
 * :func:`decide`: ``ENSURE``, ``CLEANUP`` or ``IGNORE``, from the predicates of
   :mod:`reconciler.model.predicates` (upstream ``wantsLoadBalancer`` / ``needsCleanup`` and
   KEP-980, extended with the load balancer classes this controller owns), which hold every rule
-  about which Services and which finalizers are ours;
+  about which Services and which finalizers are ours; ``PAUSED`` instead of either of the first
+  two for a Service with ``lb-reconciler.io/reconcile: disabled``;
 * :func:`plan_ensure` then :func:`plan_after_ensure`: the spec (or the validation errors and the
   Warning that reports them, leaving the cloud alone), the finalizer patch that must succeed
   before any cloud change, the Events, and the status and annotation patches from the engine's
   outputs, each ``None`` when nothing differs;
 * :func:`plan_cleanup`: the Events and the patch that releases the finalizer, to be applied only
-  after the engine's ``delete`` returned.
+  after the engine's ``delete`` returned;
+* :func:`plan_paused`: the condition ``Paused`` and, for a paused Service that is being deleted
+  (or no longer wants a load balancer), the Warning ``DeletionPaused``: its finalizer is kept and
+  nothing is destroyed until the annotation is removed.
 
 Finalizers. Classless Services use ``service.kubernetes.io/load-balancer-cleanup`` as upstream
 does; a Service of a class this controller owns gets ``settings.class_finalizer`` instead (why:
@@ -45,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.config import CloudConfig
+from reconciler.controller import conditions
 from reconciler.controller.changes import Change, classify_change
 from reconciler.controller.ingress import desired_ingress, status_patch
 from reconciler.engine.results import EnsureResult
@@ -61,6 +66,8 @@ from reconciler.model.predicates import (
     needs_cleanup,
     needs_update,
     part,
+    paused,
+    reconcile_value_problem,
     wants_load_balancer,
 )
 from reconciler.model.traffic import warning_reason
@@ -73,12 +80,14 @@ __all__ = [
     "ControllerSettings",
     "EnsurePlan",
     "Event",
+    "PausedPlan",
     "add_finalizer_patch",
     "decide",
     "failure_event",
     "plan_after_ensure",
     "plan_cleanup",
     "plan_ensure",
+    "plan_paused",
     "service_key",
     "should_enqueue_on_add",
     "should_enqueue_on_update",
@@ -88,6 +97,10 @@ NORMAL, WARNING = "Normal", "Warning"
 # A create-only field (reconciler.model.frozen) was edited; the load balancer keeps its value.
 CREATE_ONLY_REASON = "CreateOnlyFieldChanged"
 MAX_MESSAGE = 1024
+# a paused Service that is being deleted keeps its finalizer (Warning)
+DELETION_PAUSED_REASON = "DeletionPaused"
+# lb-reconciler.io/reconcile with a value other than disabled or enabled (Warning)
+RECONCILE_VALUE_REASON = "InvalidReconcileAnnotation"
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,9 @@ class Action(enum.Enum):
     IGNORE = "ignore"
     ENSURE = "ensure"
     CLEANUP = "cleanup"
+    PAUSED = (
+        "paused"  # ENSURE or CLEANUP, but the Service says lb-reconciler.io/reconcile: disabled
+    )
 
 
 def _meta(service: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -133,13 +149,18 @@ def decide(service: Mapping[str, Any], settings: ControllerSettings) -> Action:
     :func:`~reconciler.model.predicates.needs_cleanup`; ensure when the Service wants our load
     balancer and is not being deleted; otherwise leave it alone. Upstream would ensure a Service
     being deleted that never got our finalizer; here it is left alone: a finalizer cannot be
-    added any more, so nothing made for it could be held until it is deleted."""
+    added any more, so nothing made for it could be held until it is deleted. A paused Service
+    (:func:`~reconciler.model.predicates.paused`) that would be ensured or cleaned up is
+    ``PAUSED``: nothing but its condition (and a Warning when it is being deleted)."""
     ours = settings.ownership
+    action = Action.IGNORE
     if needs_cleanup(service, ours):
-        return Action.CLEANUP
-    if wants_load_balancer(service, ours) and not being_deleted(service):
-        return Action.ENSURE
-    return Action.IGNORE
+        action = Action.CLEANUP
+    elif wants_load_balancer(service, ours) and not being_deleted(service):
+        action = Action.ENSURE
+    if action is not Action.IGNORE and paused(service):
+        return Action.PAUSED
+    return action
 
 
 def should_enqueue_on_add(service: Mapping[str, Any], settings: ControllerSettings) -> bool:
@@ -151,10 +172,12 @@ def should_enqueue_on_update(
     old: Mapping[str, Any], new: Mapping[str, Any], settings: ControllerSettings
 ) -> bool:
     """Upstream ``UpdateFunc`` (``needsUpdate`` or ``needsCleanup``), plus: our finalizer is
-    missing from a Service we serve (removed by hand), which the next sync puts back."""
-    action = decide(new, settings)
-    if action is Action.CLEANUP:
+    missing from a Service we serve (removed by hand), which the next sync puts back. Pausing
+    and resuming are annotation changes (``needsUpdate``); a paused Service being deleted needs
+    cleanup, so its sync says why nothing happens."""
+    if needs_cleanup(new, settings.ownership):
         return True
+    action = decide(new, settings)
     if action is Action.ENSURE and finalizer_for(new, settings.ownership) not in finalizers(new):
         return True
     return needs_update(old, new, settings.ownership)
@@ -232,6 +255,8 @@ def plan_ensure(
         for notice in result.notices:
             if reason := warning_reason(notice):
                 events.append(Event(WARNING, reason, _clip(str(notice))))
+        if problem := reconcile_value_problem(service):
+            events.append(Event(WARNING, RECONCILE_VALUE_REASON, _clip(problem)))
     patch = add_finalizer_patch(service, settings)
     return EnsurePlan(result.spec, (), change, patch, tuple(events), notices)
 
@@ -302,6 +327,35 @@ def plan_cleanup(service: Mapping[str, Any], settings: ControllerSettings) -> Cl
         status_patch=status,
         keep_floating_ip=keep_floating_ip_now(part(_meta(service), "annotations")),
     )
+
+
+# -- paused -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PausedPlan:
+    """What a paused Service gets: ``condition``; ``events`` go with a change of the condition
+    (so a resync of a paused Service writes nothing). ``cleanup``: it is being deleted or wants
+    no load balancer any more: its finalizer stays until it is resumed."""
+
+    cleanup: bool
+    condition: conditions.Condition
+    events: tuple[Event, ...]
+
+
+def plan_paused(service: Mapping[str, Any], settings: ControllerSettings) -> PausedPlan:
+    ours = settings.ownership
+    cleanup = needs_cleanup(service, ours)
+    held = held_finalizers(service, ours)
+    condition = conditions.paused(
+        cleanup=cleanup, finalizer=held[0] if held else finalizer_for(service, ours)
+    )
+    events: tuple[Event, ...] = ()
+    if cleanup:
+        doing = "being deleted" if being_deleted(service) else "no longer a load balancer of ours"
+        text = f"The Service is {doing} but {condition.message}"
+        events = (Event(WARNING, DELETION_PAUSED_REASON, _clip(text)),)
+    return PausedPlan(cleanup, condition, events)
 
 
 # -- failures ---------------------------------------------------------------------------------

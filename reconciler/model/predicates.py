@@ -20,6 +20,9 @@ to that class's controller, and a Service of a class we own gets ``class_finaliz
   :func:`finalizer_for`: the one we put on it;
 * :func:`needs_cleanup`: we hold a finalizer and the Service is being deleted or no longer
   wants our load balancer (KEP-980);
+* :func:`paused`: the Service asks not to be reconciled (``lb-reconciler.io/reconcile:
+  disabled``, Flux's convention); :func:`reconcile_value_problem`: an annotation value that is
+  neither ``disabled`` nor ``enabled`` (it reconciles as usual, and the Service is told);
 * :func:`needs_update`: whether a watch event is worth a sync. It follows upstream: type (through
   wanting a load balancer), source ranges, ports (name, protocol, port, nodePort, targetPort,
   appProtocol, in order), sessionAffinity and its config, loadBalancerIP, externalIPs, any
@@ -48,6 +51,8 @@ __all__ = [
     "needs_cleanup",
     "needs_update",
     "part",
+    "paused",
+    "reconcile_value_problem",
     "wants_load_balancer",
 ]
 
@@ -55,6 +60,10 @@ __all__ = [
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 # ours, on the Services of a class we own (the default of Ownership.class_finalizer)
 CLASS_FINALIZER = "lb-reconciler.openstack.org/load-balancer-cleanup"
+# the pause switch of one Service (Flux's `<domain>/reconcile: disabled`), and its values
+RECONCILE = "lb-reconciler.io/reconcile"
+RECONCILE_DISABLED = "disabled"
+RECONCILE_ENABLED = "enabled"
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,29 @@ def held_finalizers(service: Mapping[str, Any], ours: Ownership = UPSTREAM) -> t
 def has_finalizer(service: Mapping[str, Any], ours: Ownership = UPSTREAM) -> bool:
     """Upstream ``HasLBFinalizer``, limited to the finalizers that are ours (see the module)."""
     return bool(held_finalizers(service, ours))
+
+
+def paused(service: Mapping[str, Any]) -> bool:
+    """The annotation ``lb-reconciler.io/reconcile`` is exactly ``disabled``: no stack operation,
+    cloud call, drift check or orphan deletion for this Service, and its finalizer stays (nothing
+    is destroyed while paused). Any other value, or none, reconciles as usual."""
+    return part(part(service, "metadata"), "annotations").get(RECONCILE) == RECONCILE_DISABLED
+
+
+def reconcile_value_problem(service: Mapping[str, Any]) -> str | None:
+    """What is wrong with the value of ``lb-reconciler.io/reconcile`` (None: absent,
+    ``disabled`` or ``enabled``): the field, the value, and the accepted values."""
+    annotations = part(part(service, "metadata"), "annotations")
+    if RECONCILE not in annotations:
+        return None
+    value = annotations.get(RECONCILE)
+    if value in (RECONCILE_DISABLED, RECONCILE_ENABLED):
+        return None
+    return (
+        f"metadata.annotations[{RECONCILE}]: unknown value {value!r}, reconciling as usual; "
+        f"to pause this Service set it to {RECONCILE_DISABLED!r} (exactly), to resume remove it "
+        f"or set {RECONCILE_ENABLED!r}"
+    )
 
 
 def needs_cleanup(service: Mapping[str, Any], ours: Ownership = UPSTREAM) -> bool:

@@ -224,6 +224,7 @@ PURE = [
     "reconciler.engine.adopt.preview",
     "reconciler.engine.results",
     "reconciler.controller.drift_plan",
+    "reconciler.controller.conditions",
     "reconciler.engine.state.retention",
     "reconciler.cli.preview_plan",
     "reconciler.cli.preview_report",
