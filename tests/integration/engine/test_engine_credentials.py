@@ -2,11 +2,12 @@
 
 A stack the engine made before (the password a secret in its config, and so, after its ``up``,
 in the default provider's inputs and outputs in the state, its history and its backups) loses
-it at its next operation, with nothing changed in the cloud: an ``ensure`` that has nothing to
-do takes it out of the state directly (:mod:`reconciler.engine.credentials`), on each DIY
-backend; and an ``up`` given the config without it (what the next ``up`` is on a backend the
-engine does not edit) writes the provider's inputs without it, changing no resource. Every
-stack the engine tests make is scanned at teardown too (``conftest.no_credentials_in``).
+it at its next operation, with nothing changed in the cloud (no write in the emulator's request
+log): an ``ensure`` that has nothing to do takes it out of the state directly
+(:mod:`reconciler.engine.credentials`), on each DIY backend; and an ``up`` given the config
+without it (what the next ``up`` is on a backend the engine does not edit) writes the
+provider's inputs without it, changing no resource. Every stack the engine tests make is
+scanned at teardown too (``conftest.no_credentials_in``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def made_the_old_way(env: Env, config: CloudConfig, name: str) -> tuple[ServiceS
     return stack, spec
 
 
+def requests_since(env: Env) -> int:
+    """Where the emulator's request log is now (``GET /admin/requests``'s ``next``)."""
+    return int(env.cloud.get("/requests?since=0")["next"])
+
+
+def cloud_writes(env: Env, since: int) -> list[str]:
+    """The requests since ``since`` that would change the cloud (a Keystone login aside)."""
+    logged = env.cloud.get(f"/requests?since={since}")["requests"]
+    return [
+        f"{r['method']} {r['path']}"
+        for r in logged
+        if r["method"] not in ("GET", "HEAD") and "/identity/" not in r["path"]
+    ]
+
+
 def cloud_objects(env: Env) -> dict[str, Any]:
     """The emulator's objects without their status (which an ``up``'s reads may settle)."""
     volatile = {"provisioning_status", "operating_status", "status"}
@@ -94,11 +110,12 @@ def test_an_ensure_with_nothing_to_do_takes_the_credentials_out(
     stack, spec = made_the_old_way(env, config, "oldway")
     password = config.auth.password.reveal()
     try:
-        before = cloud_objects(env)
+        before, since = cloud_objects(env), requests_since(env)
         again = env.engine(config).stack(service=spec.service)  # as the new engine's process
         starts.clear()
         assert not again.ensure(spec).changed
         assert starts == []  # no `pulumi`: nothing could change in the cloud
+        assert cloud_writes(env, since) == []
         assert cloud_objects(env) == before
         state = exported(env, again)
         assert password not in state
@@ -134,13 +151,14 @@ def test_the_next_up_writes_the_provider_without_them_and_changes_nothing(env: E
     stack, _ = made_the_old_way(env, config, "nextup")
     password = config.auth.password.reveal()
     try:
-        before = cloud_objects(env)
+        before, since = cloud_objects(env), requests_since(env)
         assert drop_credentials(stack.config_file)
         opened = env.engine(config).stack(service=stack.service).select_stack(True, create=False)
         assert opened is not None
         result = engine_run.up(opened, on_output=quiet, refresh=False)
         changes = result.summary.resource_changes or {}
         assert set(changes) == {"same"}, changes
+        assert cloud_writes(env, since) == []
         assert cloud_objects(env) == before
         state = exported(env, stack)
         assert password not in state
