@@ -165,3 +165,22 @@ def test_the_next_up_writes_the_provider_without_them_and_changes_nothing(env: E
         assert '"password"' not in state
     finally:
         stack.delete()
+
+
+def test_a_refresh_takes_the_credentials_out_before_it_starts_the_provider(env: Env) -> None:
+    """``pulumi refresh`` configures the provider from the state's provider inputs, not from
+    the config, so nothing of the config file would take the password out there. The engine
+    takes it out before the refresh starts, which then logs in from the environment."""
+    config = env.config()
+    stack, spec = made_the_old_way(env, config, "oldrefresh")
+    password = config.auth.password.reveal()
+    try:
+        since = requests_since(env)
+        again = env.engine(config).stack(service=spec.service)
+        changes = again.refresh()
+        assert set(changes) == {"same"}, changes
+        assert cloud_writes(env, since) == []
+        assert password not in exported(env, again)
+        assert "openstack:password" not in again.config_file.read_text()
+    finally:
+        stack.delete()
