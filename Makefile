@@ -34,8 +34,8 @@ venv: $(STAMP) ## create .venv with the package and dev tools
 tools: ## build (or reuse) pulumi, the OpenStack plugin, etcd, kube-apiserver, kubectl
 	@bash tools/build.sh
 
-tools-test: ## the same, MinIO (the s3:// backend's tests) and helm (the chart's tests)
-	@bash tools/build.sh --with-minio --with-helm
+tools-test: ## the same, MinIO (the s3:// backend's tests), helm (the chart's) and promtool (its alerts')
+	@bash tools/build.sh --with-minio --with-helm --with-promtool
 
 tools-path: ## print the folder holding the built tools (use with make -s)
 	@bash tools/build.sh --path

@@ -9,6 +9,8 @@
 #                              (tools/minio; only with --with-minio)
 #   helm                       the chart's tests: lint, template, install, upgrade, uninstall
 #                              (tools/helm; only with --with-helm)
+#   promtool                   the chart's alert rules' tests: check rules, test rules
+#                              (tools/promtool; only with --with-promtool)
 #
 # Each tool is cached under $LBR_TOOLS_CACHE/<tool>-<version>-<hash of its Go module>/ so a change
 # to one tool rebuilds only that tool, and a warm run costs seconds. A matching binary already on
@@ -17,9 +19,10 @@
 # Usage:
 #   tools/build.sh            build what is missing, install the plugin, print nothing but progress
 #   tools/build.sh --path     the same, then print the folder holding the binaries (stdout only)
-#   tools/build.sh --with-minio [--with-helm] [--path]
+#   tools/build.sh --with-minio [--with-helm] [--with-promtool] [--path]
 #                             MinIO too (the tests' s3:// backend; ten minutes more when cold);
 #                             helm too (the chart's tests; two minutes more when cold);
+#                             promtool too (the alert rules' tests; ten CPU minutes when cold);
 #                             the folder printed then holds every tool asked for
 #   tools/build.sh --help
 #
@@ -38,12 +41,14 @@ KUBE_VERSION=1.36.3
 MINIO_COMMIT=7aac2a2c5b7c       # = the pseudo-version in tools/minio/go.mod (no semver tags exist)
 MINIO_DATE=2026-02-12T20:18:48Z # its commit time, which MinIO reports as its version
 HELM_VERSION=3.22.0             # = the helm.sh/helm/v3 version in tools/helm/go.mod
+PROMTOOL_VERSION=0.316.0        # = the github.com/prometheus/prometheus version in tools/promtool/go.mod
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${LBR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lb-reconciler/tools}
 print_path=0
 with_minio=0
 with_helm=0
+with_promtool=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
@@ -51,6 +56,7 @@ for arg in "$@"; do
     --path) print_path=1 ;;
     --with-minio) with_minio=1 ;;
     --with-helm) with_helm=1 ;;
+    --with-promtool) with_promtool=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
@@ -217,6 +223,19 @@ build_helm() {
   echo "$d/bin/helm"
 }
 
+build_promtool() {
+  local d="$cache/promtool-$PROMTOOL_VERSION-$(key "$here/promtool")"
+  if [ ! -x "$d/bin/promtool" ]; then
+    log "building promtool v$PROMTOOL_VERSION (cold: ten CPU minutes or more)"
+    begin "$d"
+    (cd "$here/promtool" && timed "promtool" go build -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMTOOL_VERSION" \
+      -o "$d.tmp/bin/promtool" github.com/prometheus/prometheus/cmd/promtool)
+    commit "$d"
+  fi
+  echo "$d/bin/promtool"
+}
+
 mkdir -p "$cache"
 start=$SECONDS
 bins=()
@@ -226,6 +245,7 @@ bins+=("$(build_etcd)")
 while read -r b; do bins+=("$b"); done < <(build_kube)
 if [ "$with_minio" = 1 ]; then bins+=("$(build_minio)"); fi
 if [ "$with_helm" = 1 ]; then bins+=("$(build_helm)"); fi
+if [ "$with_promtool" = 1 ]; then bins+=("$(build_promtool)"); fi
 
 # One folder to put on PATH: links to each tool, keyed by what they are.
 binkey=$(printf '%s\n' "${bins[@]}" | sha256sum | cut -c1-12)
