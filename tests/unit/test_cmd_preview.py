@@ -146,7 +146,8 @@ def test_nodes_from_state_checks_the_input_first_with_a_stand_in_node(
     # no subnet-id: the VIP subnet is found from a Node's port, and a node-selector; the
     # check must not fail for want of Nodes, only for the bad annotation
     (folder / "cloud.conf").write_text(
-        "[Global]\nauth-url = https://keystone.example/v3\n[LoadBalancer]\nnode-selector = pool=lb\n"
+        "[Global]\nauth-url = https://keystone.example/v3\n"
+        "[LoadBalancer]\nnode-selector = pool=lb\n"
     )
     (folder / "svc").mkdir()
     (folder / "svc" / "web.yaml").write_text(
@@ -154,10 +155,8 @@ def test_nodes_from_state_checks_the_input_first_with_a_stand_in_node(
         '    loadbalancer.openstack.org/connection-limit: "abc"\n'
         "spec:\n  type: LoadBalancer\n  ports: [{port: 80}]\n"
     )
-    code = main(
-        ["preview", "--cloud-config", "cloud.conf", "--nodes-from-state", "-f", "svc"]
-        + ["--state-dir", str(folder / "state")]
-    )
+    flags = ["--cloud-config", "cloud.conf", "--nodes-from-state", "-f", "svc"]
+    code = main(["preview", *flags, "--state-dir", str(folder / "state")])
     out, _ = capsys.readouterr()
     assert code == 1
     assert len(out.splitlines()) == 2, out  # the one problem, no Node's
