@@ -15,6 +15,7 @@ import pytest
 from emulator.server import EmulatorHandle
 from reconciler.config import Secret
 from reconciler.controller.backend import PulumiEngine
+from reconciler.controller.housekeeping import HousekeepingSettings
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
@@ -39,8 +40,10 @@ def real_controller(
     state_dir: Path,
     *,
     backoff: Backoff | None = None,
+    housekeeping: HousekeepingSettings | None = None,
 ) -> Iterator[Running]:
-    """The controller with the real engine on ``emu``, scoped to a namespace of its own."""
+    """The controller with the real engine on ``emu``, scoped to a namespace of its own
+    (``housekeeping``: its orphan and drift scans; None: none)."""
     topo = emu.topology()
     config = cloud_config(topo, subnet_line(topo))
     engine = Engine(
@@ -65,6 +68,7 @@ def real_controller(
         backoff=backoff or Backoff(base=1.0, cap=5.0, soon=0.5),
         namespace=ns,
         watch_timeout=60,
+        housekeeping=housekeeping,
     )
     controller.start(sync_timeout=30)
     try:
