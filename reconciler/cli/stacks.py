@@ -8,7 +8,13 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from reconciler.cli.common import EXIT_OK, CommandError, add_stack_options, open_engine
+from reconciler.cli.common import (
+    EXIT_OK,
+    CommandError,
+    add_stack_options,
+    open_engine,
+    shown_url,
+)
 from reconciler.cli.stacks_history import (
     parse_entries,
     render_history_json,
@@ -84,8 +90,9 @@ def _history(args: argparse.Namespace) -> int:
     entries = parse_entries(text) if text is not None else None
     if entries is None:
         raise CommandError(
-            f"no history of stack {stack} on {engine.settings.backend} (is --cluster-name "
-            f"{args.cluster_name} the controller's? `lb-reconciler stacks` lists its stacks)"
+            f"no history of stack {stack} on {shown_url(engine.settings.backend)} (is "
+            f"--cluster-name {args.cluster_name} the controller's? `lb-reconciler stacks` "
+            "lists its stacks)"
         )
     service = f"{namespace}/{name}"
     render = render_history_json if args.output == "json" else render_history_text
@@ -114,5 +121,6 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     elif rows:
         out.write(render_text(rows, now=datetime.now(tz=UTC), style=Style(out)))
     else:
-        print(f"no stacks of cluster {args.cluster_name} on {engine.settings.backend}", file=out)
+        backend = shown_url(engine.settings.backend)  # a read-only URL's password stays out
+        print(f"no stacks of cluster {args.cluster_name} on {backend}", file=out)
     return EXIT_OK

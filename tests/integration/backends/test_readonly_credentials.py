@@ -14,12 +14,14 @@ import json
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from botocore.exceptions import ClientError
 from psycopg import errors as pg_errors
 
+from reconciler.cli.main import main
 from reconciler.engine.state.stacks import create_stack, last_update
 from reconciler.engine.state.store import BucketError, StateStore
 from reconciler.toolchain import Toolchain
@@ -194,8 +196,9 @@ def postgres_refuses(backend: Backend, readonly: Backend) -> None:
 
 
 def s3_refuses(backend: Backend, readonly: Backend) -> None:
-    """The credentials read the state's prefix and nothing else of the bucket: a write, a
-    delete, a read or listing outside the prefix, a new bucket are refused (``AccessDenied``)."""
+    """The credentials list the bucket and read the state's objects, nothing else: a write, a
+    delete, a read outside the prefix, a new bucket, a policy change are refused
+    (``AccessDenied``)."""
     assert backend.server is not None
     root = backend.server.s3_client()
     bucket = backend.url.partition("://")[2].partition("/")[0]
@@ -204,13 +207,16 @@ def s3_refuses(backend: Backend, readonly: Backend) -> None:
     try:
         listed = ro.list_objects_v2(Bucket=bucket, Prefix="state/.pulumi/")
         assert listed["KeyCount"] > 0
+        with pytest.raises(ClientError) as missing:  # not refused: missing (ListBucket)
+            ro.get_object(Bucket=bucket, Key="state/.pulumi/no-such-object")
+        assert missing.value.response["Error"]["Code"] == "NoSuchKey"
         for call, kwargs in (
             (ro.put_object, {"Bucket": bucket, "Key": "state/.pulumi/x", "Body": b"x"}),
             (ro.delete_object, {"Bucket": bucket, "Key": "state/.pulumi/meta.yaml"}),
             (ro.get_object, {"Bucket": bucket, "Key": "elsewhere/secret"}),
-            (ro.list_objects_v2, {"Bucket": bucket, "Prefix": "elsewhere/"}),
-            (ro.list_objects_v2, {"Bucket": bucket}),
+            (ro.put_object, {"Bucket": bucket, "Key": "elsewhere/x", "Body": b"x"}),
             (ro.create_bucket, {"Bucket": f"{bucket}-new"}),
+            (ro.delete_bucket, {"Bucket": bucket}),
             (ro.delete_bucket_policy, {"Bucket": bucket}),
         ):
             with pytest.raises(ClientError) as caught:
@@ -261,11 +267,52 @@ def test_the_role_file_is_idempotent_and_needs_a_password(
 
 def test_the_policy_file_is_the_example_with_its_placeholders() -> None:
     example = json.loads(S3_POLICY.read_text())
-    assert {s["Sid"] for s in example["Statement"]} == {"ListTheStateKeys", "ReadTheStateObjects"}
+    assert {s["Sid"] for s in example["Statement"]} == {"ListTheStateBucket", "ReadTheStateObjects"}
     actions = sorted(a for s in example["Statement"] for a in s["Action"])
     assert actions == ["s3:GetObject", "s3:ListBucket"]
     filled = json.loads(s3_policy("team-state", "lbr"))
     assert filled["Statement"][1]["Resource"] == ["arn:aws:s3:::team-state/lbr/*"]
+    assert filled["Statement"][0]["Resource"] == ["arn:aws:s3:::team-state"]
     top = json.loads(s3_policy("team-state", ""))
-    assert top["Statement"][0]["Condition"]["StringLike"]["s3:prefix"] == ["*"]
     assert top["Statement"][1]["Resource"] == ["arn:aws:s3:::team-state/*"]
+
+
+def test_lb_reconciler_stacks_on_a_new_backend_writes_nothing(
+    backend: Backend,
+    readonly_backend: Backend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The read path sets nothing up: on a backend nobody has opened yet (no ``meta.yaml``;
+    ``postgres://``: the table and no row), ``lb-reconciler stacks`` through the read-only
+    credential lists no stacks and leaves the backend empty (``StateStore.set_up``, which the
+    controller's start runs, would write ``meta.yaml``)."""
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    for key, value in readonly_backend.env.items():
+        monkeypatch.setenv(key, value)
+    admin = backend.store()
+    try:
+        assert admin.objects("") == []
+        code = main(
+            [
+                "stacks",
+                "--backend-url",
+                readonly_backend.url,
+                "--cluster-name",
+                "ro",
+                "--state-dir",
+                str(tmp_path / "lbr"),
+            ]
+        )
+        out = capsys.readouterr().out
+        assert (code, out.startswith("no stacks of cluster ro on ")) == (0, True), out
+        password = urlsplit(readonly_backend.url).password
+        if password:  # postgres://: the URL shown without the role's password
+            assert password not in out
+            assert ":[secret]@" in out
+        assert admin.objects("") == []
+        assert not admin.opened()
+    finally:
+        admin.close()
