@@ -316,3 +316,46 @@ def test_lb_reconciler_stacks_on_a_new_backend_writes_nothing(
         assert not admin.opened()
     finally:
         admin.close()
+
+
+def test_the_plain_cli_cannot_open_postgres_read_only(
+    toolchain: Toolchain, postgres_backend: Backend, postgres_readonly: Backend, tmp_path: Path
+) -> None:
+    """docs/inspect.md's three findings, each quoted there: the CLI's ``CREATE TABLE IF NOT
+    EXISTS`` is refused to the role; with ``CREATE`` on the schema its ``CREATE INDEX IF NOT
+    EXISTS`` is, for want of the table's ownership; and a read-only session refuses it even to
+    the owner."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "inspect.md").read_text()
+    role = urlsplit(postgres_readonly.url).username
+
+    def stack_ls(backend_url: str) -> str:
+        done = subprocess.run(
+            [str(toolchain.path("pulumi")), "stack", "ls", "--all"],
+            cwd=tmp_path,
+            env={
+                **toolchain.env(),
+                **postgres_backend.env,
+                "PULUMI_BACKEND_URL": backend_url,
+                "PULUMI_SKIP_UPDATE_CHECK": "true",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode != 0, done.stdout
+        return done.stderr.partition("failed to create table pulumi_state: ")[2].strip()
+
+    assert stack_ls(postgres_readonly.url) == (
+        "pq: permission denied for schema public at position 1:28 (42501)"
+    )
+    done = psql(postgres_backend.url, "-c", f'GRANT CREATE ON SCHEMA public TO "{role}"')
+    assert done.returncode == 0, done.stderr
+    owner = stack_ls(postgres_readonly.url)
+    assert owner == "pq: must be owner of table pulumi_state (42501)"
+    assert f"`{owner}`" in doc
+    read_only_session = stack_ls(f"{postgres_backend.url}&default_transaction_read_only=on")
+    assert read_only_session == (
+        "pq: cannot execute CREATE TABLE in a read-only transaction (25006)"
+    )
+    assert f"`{read_only_session}`" in doc
