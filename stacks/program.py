@@ -4,9 +4,10 @@ One function, :func:`main`, serves both ways of running it: the controller's Aut
 (an inline program) and the plain CLI (``Pulumi.yaml`` has ``main: stacks/``). Both read the spec
 from the stack's configuration, key ``lb-reconciler:spec`` (the spec's canonical JSON; the keys
 and the logical names are spelt in :mod:`stacks.vocabulary`), so what the CLI previews is exactly
-what the controller applies. OpenStack credentials are the default
-provider's configuration (``openstack:authUrl``, secret ``openstack:password`` ...), set by the
-engine; nothing here knows about Kubernetes or does I/O other than through Pulumi.
+what the controller applies. The default provider's configuration (``openstack:authUrl``,
+``openstack:userName`` ...) is set by the engine, the secret credentials only in the provider's
+environment (``OS_PASSWORD`` ...: docs/engine.md); nothing here knows about Kubernetes or does I/O
+other than through Pulumi.
 
 What is declared (OCCM's names and tags, from the spec):
 

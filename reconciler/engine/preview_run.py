@@ -136,11 +136,11 @@ def _restore(
         handle.forget()
         return
     config_file = handle.work_dir / f"Pulumi.{handle.name}.yaml"
-    if config is not None:  # as it was: secrets keep their ciphertext
+    if config is not None:  # as it was, byte for byte
         config_file.write_bytes(config)
         return
     # No config file here before (another machine's state dir, same backend): drop what the
-    # preview set apart from the provider's credentials, which any operation sets.
+    # preview set apart from the provider's settings, which any operation sets.
     names = (SPEC_KEY, IMPORTS_KEY, RELEASE_KEY, CHILD_DELETE_TIMEOUT_KEY, LOOKUPS_KEY)
     keys = [f"{CONFIG_NAMESPACE}:{k}" for k in names]
     with contextlib.suppress(auto.CommandError):
