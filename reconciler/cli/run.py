@@ -24,8 +24,9 @@ Run the controller: watch Services of type LoadBalancer and Nodes, and keep one 
 Octavia load balancer with its listeners, pools, members, monitors and floating IP) per Service.
 
 Credentials: --kubeconfig (default $KUBECONFIG, else the in-cluster service account) and the
-OpenStack cloud.conf (OCCM's format). PULUMI_CONFIG_PASSPHRASE must be set: it encrypts the
-OpenStack credentials kept in the stacks' config and state.
+OpenStack cloud.conf (OCCM's format), whose credentials reach the provider in its environment
+only, never a stack. PULUMI_CONFIG_PASSPHRASE must be set: pulumi needs it for every operation
+on a stack (the stacks' secrets provider).
 
 State: the stacks live in the Pulumi backend of --backend-url, else $PULUMI_BACKEND_URL (as for
 the pulumi CLI), else file://<state-dir>/backend. Replicas that take turns through the Lease

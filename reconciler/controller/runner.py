@@ -180,8 +180,9 @@ def run(
         return EXIT_CONFIG
     if engine is None and "PULUMI_CONFIG_PASSPHRASE" not in os.environ:
         _log.error(
-            "PULUMI_CONFIG_PASSPHRASE is not set: it encrypts the stacks' secrets (the "
-            "OpenStack credentials); set it (deploy/ reads it from a Secret)"
+            "PULUMI_CONFIG_PASSPHRASE is not set: pulumi needs it for every operation on a "
+            "stack (its secrets provider; the stacks hold no cloud credential); set it "
+            "(deploy/ reads it from a Secret)"
         )
         return EXIT_CONFIG
     kube = KubeApi(api_client=api_client(kubeconfig=options.kubeconfig))

@@ -28,6 +28,7 @@ from reconciler.config import Secret
 from reconciler.engine.run import holds_secret
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.stack_meta import new_settings_file, outputs_in
+from reconciler.engine.state.bucket import redacted_url
 from reconciler.engine.state.store import BucketError
 from reconciler.model.spec import ServiceRef
 
@@ -105,7 +106,8 @@ class Sandbox:
         source = self.source.store
         if source is None:
             raise SandboxError(
-                f"the backend {self.source.settings.backend} is not one this command reads "
+                f"the backend {redacted_url(self.source.settings.backend)} is not one this "
+                "command reads "
                 "directly (file://, s3://, postgres://): it cannot be previewed without writing"
             )
         try:
