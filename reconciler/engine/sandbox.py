@@ -19,7 +19,6 @@ then decrypts it; without it the copy fails with :class:`SandboxError` saying so
 from __future__ import annotations
 
 import dataclasses
-import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from reconciler.config import Secret
 from reconciler.engine.run import holds_secret
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.stack_meta import new_settings_file, outputs_in
-from reconciler.engine.state.bucket import redacted_url
+from reconciler.engine.state.stacks import copy_stack
 from reconciler.engine.state.store import BucketError
 from reconciler.model.spec import ServiceRef
 
@@ -103,28 +102,24 @@ class Sandbox:
 
     def _copy(self, stack: ServiceStack) -> None:
         name = stack.name
-        source = self.source.store
+        source, target = self.source.store, self.engine.store
         if source is None:
             raise SandboxError(
-                f"the backend {redacted_url(self.source.settings.backend)} is not one this "
-                "command reads "
-                "directly (file://, s3://, postgres://): it cannot be previewed without writing"
+                "the backend is not one this command reads directly (file://, s3://, "
+                "postgres://): it cannot be previewed without writing to it"
             )
+        assert target is not None  # a file:// backend
+        key = self.engine.passphrase_key
+
+        def sandboxed(document: dict[str, Any]) -> dict[str, Any]:
+            return sandboxed_checkpoint(
+                document, salt_state=key.state, passphrase_known=self.passphrase_known
+            )
+
         try:
-            read = source.read_checkpoint(name)
-            tags = source.bucket.read(source.tags_key(name))
+            copied = copy_stack(source, target, name, sandboxed)
         except BucketError as exc:
             raise SandboxError(f"reading stack {name} from the backend: {exc}") from None
-        if read is None:
+        if not copied:
             raise SandboxError(f"stack {name}: its checkpoint cannot be read")
-        key = self.engine.passphrase_key
-        document = sandboxed_checkpoint(
-            read.document, salt_state=key.state, passphrase_known=self.passphrase_known
-        )
-        target = self.engine.store
-        assert target is not None  # a file:// backend
-        target.set_up()
-        target.bucket.write(f"{target.stacks_prefix()}{name}.json", json.dumps(document).encode())
-        if tags is not None:
-            target.bucket.write(target.tags_key(name), tags)
         new_settings_file(stack.work_dir / f"Pulumi.{name}.yaml", key.state)

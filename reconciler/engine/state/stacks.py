@@ -32,6 +32,7 @@ from reconciler.engine.state.store import (
 )
 
 __all__ = [
+    "copy_stack",
     "create_stack",
     "has_journal",
     "history_time",
@@ -240,3 +241,25 @@ def create_stack(store: StateStore, stack: str) -> bool:
         checkpoint = json.dumps({"version": 3, "checkpoint": {"stack": fqn}})
         store.bucket.write(f"{store.stacks_prefix()}{stack}.json", checkpoint.encode())
         return True
+
+
+def copy_stack(
+    source: StateStore,
+    target: StateStore,
+    stack: str,
+    edit: Callable[[dict[str, Any]], dict[str, Any]],
+) -> bool:
+    """Copy ``stack`` from ``source`` into ``target`` (a throw-away backend: no lock taken, set
+    up as the CLI would): its checkpoint, passed through ``edit``, written plain, and its tags
+    object. ``source`` is only read. False, nothing written, when ``source`` has no checkpoint
+    of it this code reads."""
+    read = source.read_checkpoint(stack)
+    if read is None:
+        return False
+    tags = source.bucket.read(source.tags_key(stack))
+    document = edit(read.document)
+    target.set_up()
+    target.bucket.write(f"{target.stacks_prefix()}{stack}.json", json.dumps(document).encode())
+    if tags is not None:
+        target.bucket.write(target.tags_key(stack), tags)
+    return True
