@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.cli.common import (
     EXIT_OK,
     CommandError,
+    add_kube_options,
     add_stack_options,
+    list_cluster,
     open_engine,
     shown_url,
 )
@@ -20,8 +23,10 @@ from reconciler.cli.stacks_history import (
     render_history_json,
     render_history_text,
 )
-from reconciler.cli.stacks_report import parse_history, render_json, render_text, row
+from reconciler.cli.stacks_report import parse_history, ready_of, render_json, render_text, row
 from reconciler.cli.terminal import Style, progress
+from reconciler.controller.conditions import CONDITION_TYPE
+from reconciler.controller.sync_plan import service_key
 from reconciler.engine.errors import EngineError
 from reconciler.engine.listing import last_operations, stack_history
 from reconciler.engine.plan import stack_name
@@ -32,7 +37,9 @@ HELP = """\
 List this cluster's Service stacks: namespace/name, load balancer ID, external IP, when and how
 the last operation ended, and flags: locked (an operation runs now), pending (the controller owes
 the stack an up), drift (a refresh found the cloud changed; the next up repairs it), failed (the
-last operation failed). Reads the backend only; no passphrase or cloud access needed.
+last operation failed). Reads the backend only; no passphrase or cloud access needed. With
+--conditions, also each Service's condition lb-reconciler.io/LoadBalancerReady from the cluster
+(READY: status and reason, e.g. "False CloudError"; the message in --output json).
 
 The same with the plain pulumi CLI (PULUMI_BACKEND_URL set to the controller's backend):
   pulumi stack ls --all --tag lbr:cluster=prod
@@ -61,6 +68,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_stack_options(p, cloud_required=False)
     p.add_argument("--namespace", help="only the stacks of Services in this namespace")
     p.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--conditions",
+        action="store_true",
+        help="also read each Service from the cluster (--kubeconfig) and show its condition "
+        "lb-reconciler.io/LoadBalancerReady (status and reason; the message in --output json)",
+    )
+    add_kube_options(p)
     p.add_argument(
         "--history",
         metavar="NAMESPACE/NAME",
@@ -115,11 +129,16 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     except EngineError as exc:
         raise CommandError(str(exc)) from None
     rows = [row(info, parse_history(histories.get(info.stack, ""))) for info in infos]
+    if args.conditions and rows:
+        with progress("reading the Services"):
+            services = {service_key(s): s for s in list_cluster(args, "/api/v1/services")}
+        rows = [replace(r, ready=ready_of(services.get(r.service), CONDITION_TYPE)) for r in rows]
     out: Any = sys.stdout
     if args.output == "json":
         out.write(render_json(rows))
     elif rows:
-        out.write(render_text(rows, now=datetime.now(tz=UTC), style=Style(out)))
+        now = datetime.now(tz=UTC)
+        out.write(render_text(rows, now=now, style=Style(out), conditions=args.conditions))
     else:
         backend = shown_url(engine.settings.backend)  # a read-only URL's password stays out
         print(f"no stacks of cluster {args.cluster_name} on {backend}", file=out)

@@ -27,7 +27,15 @@ from datetime import datetime
 from reconciler.cli.terminal import Style
 from reconciler.engine.plan import StackInfo, parse_time
 
-__all__ = ["LastOperation", "StackRow", "parse_history", "render_json", "render_text", "row"]
+__all__ = [
+    "LastOperation",
+    "StackRow",
+    "parse_history",
+    "ready_of",
+    "render_json",
+    "render_text",
+    "row",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class StackRow:
     last_result: str | None
     flags: tuple[str, ...]
     resources: int | None
+    # the Service's condition lb-reconciler.io/LoadBalancerReady (--conditions): status,
+    # reason, message; None when not asked, or the Service has none (or is gone)
+    ready: tuple[str, str, str] | None = None
 
 
 def parse_history(text: str) -> LastOperation | None:
@@ -72,6 +83,22 @@ def parse_history(text: str) -> LastOperation | None:
         end_time=parse_time(entry.get("endTime")) or parse_time(entry.get("startTime")),
         changes={str(k): int(v) for k, v in changes.items()} if isinstance(changes, dict) else {},
     )
+
+
+def ready_of(
+    service: Mapping[str, object] | None, condition_type: str
+) -> tuple[str, str, str] | None:
+    """The condition ``condition_type`` of a Service object: (status, reason, message)."""
+    status = (service or {}).get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for item in conditions if isinstance(conditions, list) else []:
+        if isinstance(item, Mapping) and item.get("type") == condition_type:
+            return (
+                str(item.get("status") or "Unknown"),
+                str(item.get("reason") or ""),
+                str(item.get("message") or ""),
+            )
+    return None
 
 
 def row(info: StackInfo, last: LastOperation | None) -> StackRow:
@@ -108,10 +135,18 @@ def _ago(when: datetime | None, now: datetime) -> str:
     return f"{seconds}s ago"
 
 
-def render_text(rows: Sequence[StackRow], *, now: datetime, style: Style | None = None) -> str:
-    """A kubectl-style table; flag words coloured when ``style`` is enabled."""
+def render_text(
+    rows: Sequence[StackRow],
+    *,
+    now: datetime,
+    style: Style | None = None,
+    conditions: bool = False,
+) -> str:
+    """A kubectl-style table; flag words coloured when ``style`` is enabled; ``conditions``: a
+    READY column (the Service's condition: status and reason) before the stack's name."""
     style = style or Style(enabled=False)
-    header = ("SERVICE", "LB ID", "EXTERNAL-IP", "LAST UPDATE", "RESULT", "FLAGS", "STACK")
+    header: tuple[str, ...] = ("SERVICE", "LB ID", "EXTERNAL-IP", "LAST UPDATE", "RESULT", "FLAGS")
+    header += ("READY", "STACK") if conditions else ("STACK",)
     table = [
         (
             r.service,
@@ -120,6 +155,7 @@ def render_text(rows: Sequence[StackRow], *, now: datetime, style: Style | None 
             _ago(r.last_update, now),
             f"{r.last_kind} {r.last_result}" if r.last_kind else "-",
             ",".join(r.flags) or "-",
+            *((f"{r.ready[0]} {r.ready[1]}".strip() if r.ready else "-",) if conditions else ()),
             r.stack,
         )
         for r in rows
@@ -148,6 +184,11 @@ def render_json(rows: Sequence[StackRow]) -> str:
             "lastResult": r.last_result,
             "flags": list(r.flags),
             "resources": r.resources,
+            **(
+                {"ready": dict(zip(("status", "reason", "message"), r.ready, strict=True))}
+                if r.ready
+                else {}
+            ),
         }
         for r in rows
     ]

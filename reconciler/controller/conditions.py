@@ -96,6 +96,13 @@ def _generation(service: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
+def _observed(condition: Mapping[str, Any]) -> int:
+    """A condition's ``observedGeneration``; 0 when absent (the API server drops a 0: omitempty,
+    and it sets no generation on Services)."""
+    value = condition.get("observedGeneration")
+    return value if isinstance(value, int) else 0
+
+
 def provisioned(*, lb_id: str, address: str) -> Condition:
     where = f" at {address}" if address else ""
     return Condition(TRUE, PROVISIONED, f"load balancer {lb_id or '(no id)'}{where} is up to date")
@@ -116,7 +123,7 @@ def updating(service: Mapping[str, Any], *, remembered_change: bool) -> Conditio
     message = "updating the load balancer to the Service's changes"
     if reason in (PAUSED, REFUSED):
         return Condition(status, UPDATING, message)
-    if current.get("observedGeneration") != _generation(service):
+    if _observed(current) != _generation(service):
         return Condition(status, UPDATING, message)
     if reason == PROVISIONED and remembered_change:
         return Condition(status, UPDATING, message)
@@ -174,7 +181,7 @@ def condition_patch(
         current.get("status") == condition.status
         and current.get("reason") == condition.reason
         and current.get("message") == condition.message
-        and current.get("observedGeneration") == generation
+        and _observed(current) == generation
     ):
         return None
     since = current.get("lastTransitionTime") if current is not None else None

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from emulator.server import EmulatorHandle
+from reconciler.cli.main import main
 from reconciler.controller.conditions import CONDITION_TYPE
 from reconciler.controller.queue import Backoff
 from reconciler.local.plane import LocalControlPlane
@@ -85,12 +86,26 @@ def says(r: Running, name: str, status: str, reason: str) -> Any:
     return wait_with_events(r, name, check, what=f"{status}/{reason}")
 
 
+def ready_column(control_plane: LocalControlPlane, state: Path, namespace: str, capsys: Any) -> str:
+    """``lb-reconciler stacks --conditions``' READY cell of the namespace's one Service."""
+    where = ["--state-dir", str(state), "--cluster-name", "e2e", "--namespace", namespace]
+    code = main(["stacks", *where, "--conditions", "--kubeconfig", str(control_plane.kubeconfig)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    header, line = out.splitlines()
+    start = header.index("READY")
+    return line[start : header.index("STACK")].strip()
+
+
 def test_the_condition_through_create_update_failure_recovery_and_pause(
     control_plane: LocalControlPlane,
     toolchain: Toolchain,
     emu: EmulatorHandle,
     tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     cloud = EmulatorAdmin(emu)
     backoff = Backoff(base=0.5, cap=2.0, soon=0.5)
     with real_controller(control_plane, toolchain, emu, tmp_path / "state", backoff=backoff) as r:
@@ -146,6 +161,8 @@ def test_the_condition_through_create_update_failure_recovery_and_pause(
         assert "retrying" not in failed["message"]  # the same at every attempt: no rewrite
         assert when(failed) > when(updated)
         theirs_untouched(r, "web")
+        state, namespace = tmp_path / "state", r.namespace
+        assert ready_column(control_plane, state, namespace, capsys) == "False CloudError"
 
         # recovery: the cloud accepts again; the next attempt makes it True again
         leave_the_second_of(failed)
@@ -154,6 +171,7 @@ def test_the_condition_through_create_update_failure_recovery_and_pause(
         assert when(recovered) > when(failed)
         assert [lst["protocol_port"] for lst in cloud.inventory()["listeners"]] == [82]
         theirs_untouched(r, "web")
+        assert ready_column(control_plane, state, namespace, capsys) == "True Provisioned"
 
         # pause: Unknown, Paused, a transition
         leave_the_second_of(recovered)

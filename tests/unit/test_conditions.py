@@ -313,3 +313,21 @@ def test_a_paused_services_stack_is_no_orphan_and_gets_no_drift_check() -> None:
     assert is_orphan(a, svc(type="ClusterIP"), settings=DEFAULT) is True
     services = {"default/a": stopped, "default/b": svc()}
     assert not_paused([a, b], services) == (b,)
+
+
+def test_as_the_api_server_keeps_it_no_generation_and_no_observed_generation() -> None:
+    """The kube-apiserver sets no ``metadata.generation`` on Services and drops an
+    ``observedGeneration`` of 0 (omitempty): a retry after a failure is no news, and the same
+    condition again is no write."""
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    failed = conditions.failed(deleting=False, error="boom", locked=False)
+    fresh = svc()
+    fresh["metadata"].pop("generation", None)
+    entry = conditions.condition_patch(fresh, failed, now=now)
+    assert entry is not None
+    written = entry["status"]["conditions"][0]
+    assert written["observedGeneration"] == 0
+    stored = {k: v for k, v in written.items() if k != "observedGeneration"}
+    service = {**fresh, "status": {"conditions": [stored]}}
+    assert conditions.updating(service, remembered_change=True) is None
+    assert conditions.condition_patch(service, failed, now=now) is None

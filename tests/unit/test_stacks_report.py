@@ -112,3 +112,31 @@ def test_json_has_every_column() -> None:
         "flags": ["drift"],
         "resources": 8,
     }
+
+
+def test_the_service_s_condition_as_a_column_and_in_json() -> None:
+    from dataclasses import replace
+
+    from reconciler.cli.stacks_report import ready_of
+
+    kind = "lb-reconciler.io/LoadBalancerReady"
+    service = {
+        "status": {
+            "conditions": [
+                {"type": "example.com/Other", "status": "True", "reason": "Fine"},
+                {"type": kind, "status": "False", "reason": "CloudError", "message": "quota"},
+            ]
+        }
+    }
+    ready = ready_of(service, kind)
+    assert ready == ("False", "CloudError", "quota")
+    assert ready_of({"status": {}}, kind) is None
+    assert ready_of(None, kind) is None
+    rows = [replace(row(info(), None), ready=ready), row(info(stack="s2", name="api"), None)]
+    lines = render_text(rows, now=NOW, conditions=True).splitlines()
+    assert lines[0].split()[-2:] == ["READY", "STACK"]
+    assert lines[1].split()[-3:] == ["False", "CloudError", "prod.default.web"]
+    assert lines[2].split()[-2:] == ["-", "s2"]
+    first, second = json.loads(render_json(rows))
+    assert first["ready"] == {"status": "False", "reason": "CloudError", "message": "quota"}
+    assert "ready" not in second
