@@ -31,7 +31,9 @@ only runs the operations and reports.
 * **Crash safety**, before every operation: stale locks are removed (:mod:`.state.lock_plan`
   says whose a lock is; a person's is never taken), at takeover (:meth:`Engine.take_over`) and
   before each operation of a stack; pending creates left by a killed ``up`` are imported, or
-  cleared when nothing was created (:mod:`reconciler.engine.lost`).
+  cleared when nothing was created (:mod:`reconciler.engine.lost`); an ``up`` after one that
+  did not finish (failed, cut off, or a refresh that found drift) reads the cloud first
+  (``up --refresh``), its objects left in ``ERROR`` repaired before.
   An operation that runs past ``operation_timeout``, or is running when :meth:`Engine.cancel` is
   called (shutdown), gets SIGINT (pulumi then stops cleanly and releases its lock), SIGKILL after
   ``interrupt_grace``; the next operation recovers.
@@ -54,7 +56,7 @@ from reconciler.engine import run as engine_run
 from reconciler.engine.adopt.stack import take_over
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.credentials import drop_stack_credentials_if_can
-from reconciler.engine.delete.repair import repaired_for_retry
+from reconciler.engine.delete.repair import repair_errored, repaired_for_retry
 from reconciler.engine.delete.stack import DeleteResult, delete_stack
 from reconciler.engine.drift import check_drift
 from reconciler.engine.errors import EngineError
@@ -177,7 +179,13 @@ class ServiceStack(StackHandle):
         wanted = stack_spec(desired, tags=current)
         spec, frozen = wanted.spec, wanted.frozen
         digest = spec.spec_hash()
-        unsettled = (not finished and self.recover(stack, spec)) or self.refresh_next
+        # The last up did not finish (it failed, a crash cut it off, or a refresh found drift):
+        # what the state says may not be in the cloud (a listener update Octavia refused with a
+        # 400 leaves the refused value in the state), so this up reads the cloud first.
+        if not finished:
+            self.recover(stack, spec)  # what a crash left pending: imports for this up
+            repair_errored(self, stack, current.get(LB_ID_TAG))  # else the refresh keeps ERROR
+        unsettled = not finished or self.refresh_next
         if imports:
             self.imports = {**self.imports, **dict(imports)}
         if should_skip(tags=current, spec_hash=digest):

@@ -25,6 +25,7 @@ from reconciler.engine.adopt.stack import resources_of
 from reconciler.engine.delete.cloud import attempts
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
+from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import HEALTHMONITORS, LISTENERS, POOLS
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "errored_children",
     "is_errored_child_failure",
+    "repair_errored",
     "repair_errored_children",
     "repaired_for_retry",
 ]
@@ -133,7 +135,17 @@ def repaired_for_retry(
     changes nothing, so that the ``up`` can run again."""
     if not lb_id or not is_errored_child_failure(error):
         return False
-    own = set(resources_of(stack.export_stack().deployment or {}).values())
+    return repair_errored(handle, stack, lb_id)
+
+
+def repair_errored(handle: StackHandle, stack: auto.Stack, lb_id: str | None) -> bool:
+    """Send each of the stack's objects under load balancer ``lb_id`` that is in ``ERROR`` an
+    update that changes nothing (Octavia applies it again and makes it ACTIVE): before an ``up``
+    that reads the cloud first, which would otherwise find the values in place and leave the
+    object in ``ERROR``. Whether any was."""
+    if not lb_id:
+        return False
+    own = set(resources_of(_deployment(handle, stack)).values())
     engine = handle.engine
     engine.fence("repairing objects in ERROR", stack=handle.name)
     settings = engine.settings
@@ -147,3 +159,13 @@ def repaired_for_retry(
             cancelled=engine.cancelled,
         )
     )
+
+
+def _deployment(handle: StackHandle, stack: auto.Stack) -> Mapping[str, Any]:
+    """The stack's state: read by the store (no ``pulumi`` start), else ``stack export``."""
+    store = handle.engine.store_or_none()
+    try:
+        stored = store.deployment(handle.name) if store is not None else None
+    except BucketError:
+        stored = None
+    return stored if stored is not None else (stack.export_stack().deployment or {})

@@ -213,3 +213,26 @@ def test_delete_of_a_child_the_cloud_lost_is_given_up_and_cascaded(
         _emptied(env, stack)
     finally:
         helper.join(timeout=60)
+
+
+def test_a_listener_update_the_cloud_refused_is_sent_again(fault_env: tuple[Env, str]) -> None:
+    """Octavia answers 400 to a listener update: the ``up`` fails with the cloud's message, but
+    the provider keeps the refused value in the stack's state. Once the cloud accepts again, the
+    next ``ensure`` must still send the update (it reads the cloud first), not find the state
+    already as the spec wants and leave the listener as it was."""
+    env, admin = fault_env
+    stack, svc, _lb_id = _applied(env, "refused")
+    try:
+        rule = {"operation": "octavia.listener.update", "status": 400, "message": "not allowed"}
+        requests.post(f"{admin}/faults/rules", json=rule, timeout=10).raise_for_status()
+        svc["metadata"]["annotations"][CONNECTION_LIMIT] = "1000"
+        with pytest.raises(EngineError, match="not allowed"):
+            stack.ensure(spec_for(svc, env.config()))
+        requests.delete(f"{admin}/faults", timeout=10).raise_for_status()
+        assert only(env.cloud.inventory()["listeners"])["connection_limit"] != 1000
+
+        result = stack.ensure(spec_for(svc, env.config()))
+        assert result.changed
+        assert only(env.cloud.inventory()["listeners"])["connection_limit"] == 1000
+    finally:
+        _emptied(env, stack)
