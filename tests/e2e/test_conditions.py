@@ -5,10 +5,11 @@ Service stays as that controller wrote it.
 
 No step depends on timing: the update is held inside the cloud (a ``hold`` fault on the listener
 create it needs) while the test looks at ``Updating``; the failure is a 400 the cloud answers
-to the next port's listener create until the fault is cleared (a refused listener *update* is
-tests/integration/engine/test_engine_errored_lb.py's). ``lastTransitionTime`` has a resolution of one second, so
-before each transition the test waits (polling) until the clock has left the second of the
-last one: a transition then shows as a later time, and a non-transition as the same one.
+to the next port's listener create until the fault is cleared (a refused listener *update*
+is tests/integration/engine/test_engine_errored_lb.py's). ``lastTransitionTime`` has a
+resolution of one second, so before each transition the test waits (polling) until the clock
+has left the second of the last one: a transition then shows as a later time, and a
+non-transition as the same one.
 """
 
 from __future__ import annotations
