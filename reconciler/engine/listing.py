@@ -19,14 +19,13 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import subprocess
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reconciler.engine.plan import (
     CLUSTER_TAG,
@@ -37,7 +36,7 @@ from reconciler.engine.plan import (
     stack_info,
 )
 from reconciler.engine.state.locks import locked
-from reconciler.engine.state.stacks import history_time, last_update
+from reconciler.engine.state.stacks import history_records, last_update
 from reconciler.engine.state.store import BucketError
 from stacks.vocabulary import PROJECT
 
@@ -274,21 +273,7 @@ def stack_history(engine: EngineContext, stack: str, *, limit: int) -> str | Non
         try:
             if not store.stack_exists(stack):
                 return None
-            prefix = store.history_prefix(stack)
-            keys = [o.key for o in store.bucket.list(prefix) if ".history.json" in o.key]
-            keys = sorted(keys, key=history_time, reverse=True)[:limit]
-            records = [_record(store.bucket.read(key), key) for key in keys]
-            return json.dumps([r for r in records if r is not None])
+            return json.dumps(history_records(store, stack, limit=limit))
         except BucketError:
             pass
     return _stack_cli(engine, stack, "history", "--json", "--page-size", str(limit))
-
-
-def _record(data: bytes | None, key: str) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    try:
-        record = json.loads(gzip.decompress(data) if key.endswith(".gz") else data)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None

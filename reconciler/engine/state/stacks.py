@@ -35,6 +35,7 @@ __all__ = [
     "copy_stack",
     "create_stack",
     "has_journal",
+    "history_records",
     "history_time",
     "last_update",
     "locked",
@@ -92,19 +93,25 @@ def has_journal(store: StateStore, stack: str) -> bool:
 def last_update(store: StateStore, stack: str) -> dict[str, Any] | None:
     """The record of ``stack``'s newest update in its history (``pulumi stack history``'s
     first entry), None without one (or in a format this code does not read)."""
+    newest = history_records(store, stack, limit=1)
+    return newest[0] if newest else None
+
+
+def history_records(store: StateStore, stack: str, *, limit: int) -> list[dict[str, Any]]:
+    """``stack``'s newest ``limit`` history records, newest first (``pulumi stack history``'s
+    entries; one in a format this code does not read is left out)."""
     prefix = store.history_prefix(stack)
-    records = [o.key for o in store.bucket.list(prefix) if ".history.json" in o.key]
-    if not records:
-        return None
-    key = max(records, key=history_time)
-    data = store.bucket.read(key)
-    if data is None:
-        return None
-    try:
-        record = json.loads(gzip.decompress(data) if key.endswith(".gz") else data)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    keys = [o.key for o in store.bucket.list(prefix) if ".history.json" in o.key]
+    found = []
+    for key in sorted(keys, key=history_time, reverse=True)[:limit]:
+        data = store.bucket.read(key) or b""
+        try:
+            record = json.loads(gzip.decompress(data) if key.endswith(".gz") else data)
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            found.append(record)
+    return found
 
 
 def history_time(key: str) -> int:
