@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from reconciler.controller import kubeconfig as kube
+from reconciler.local.toolchain import Toolchain
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NAMESPACE = NAME = "lb-reconciler"
@@ -48,3 +49,15 @@ def service_account_kubeconfig(
         name=name,
         seconds=hours * 3600,
     )
+
+
+def kubectl(toolchain: Toolchain, kubeconfig: Path, *args: str) -> tuple[int, str]:
+    """``kubectl --kubeconfig <kubeconfig> <args>``: its exit code and output."""
+    done = subprocess.run(
+        [str(toolchain.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, (done.stdout + done.stderr).strip()

@@ -23,6 +23,7 @@ from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from tests.builders import HTTP_PORTS, make_service
+from tests.e2e.rbac import kubectl
 
 pytestmark = pytest.mark.e2e
 
@@ -99,17 +100,6 @@ def ci_kubeconfig(
         timeout=120,
         check=True,
     )
-
-
-def kubectl(toolchain: Toolchain, kubeconfig: Path, *args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [str(toolchain.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return done.returncode, (done.stdout + done.stderr).strip()
 
 
 def test_the_header_makes_a_kubeconfig_of_the_service_account(

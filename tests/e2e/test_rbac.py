@@ -12,7 +12,6 @@ controller uses.
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,7 +32,14 @@ from reconciler.local.plane import LocalControlPlane
 from reconciler.local.toolchain import Toolchain
 from reconciler.model import FINALIZER
 from tests.builders import HTTP_PORTS, make_service
-from tests.e2e.rbac import DEPLOY, NAME, NAMESPACE, install_rbac, service_account_kubeconfig
+from tests.e2e.rbac import (
+    DEPLOY,
+    NAME,
+    NAMESPACE,
+    install_rbac,
+    kubectl,
+    service_account_kubeconfig,
+)
 
 pytestmark = pytest.mark.e2e
 SA = f"system:serviceaccount:{NAMESPACE}:{NAME}"
@@ -86,17 +92,6 @@ DENIED = [
     ("get", "namespaces/default", ""),
     ("list", "namespaces", ""),
 ]
-
-
-def kubectl(toolchain: Toolchain, kubeconfig: Path, *args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [str(toolchain.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return done.returncode, (done.stdout + done.stderr).strip()
 
 
 def forbidden(call: Any, *args: Any, **kwargs: Any) -> KubeError:
