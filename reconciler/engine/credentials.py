@@ -31,12 +31,12 @@ import logging
 from pathlib import Path
 
 from reconciler.engine.context import EngineContext
-from reconciler.engine.direct_state import editable_checkpoint
-from reconciler.engine.errors import ConflictError, EngineError, StackLockedError
+from reconciler.engine.direct_state import editable_checkpoint, replace_deployment
+from reconciler.engine.errors import EngineError
 from reconciler.engine.provider_config import scrubbed
 from reconciler.engine.stack_meta import drop_credentials
-from reconciler.engine.state.stacks import locked, rewrite_records
-from reconciler.engine.state.store import BucketError, WriteConflictError
+from reconciler.engine.state.stacks import rewrite_records
+from reconciler.engine.state.store import BucketError
 
 __all__ = ["drop_stack_credentials", "drop_stack_credentials_if_can"]
 
@@ -66,24 +66,22 @@ def drop_stack_credentials(engine: EngineContext, stack: str, config_file: Path)
             engine.scrubbed.add(stack)
             return
         engine.fence(doing, stack=stack)
-        with locked(store, stack) as held:
-            if held:
-                raise StackLockedError.of(stack, held, backend=store.url)
-            records = rewrite_records(store, stack, scrubbed)
-            latest = clean["checkpoint"]["latest"]
-            store.write_deployment(stack, latest, expect=read, backup=False)
-    except WriteConflictError as exc:
-        raise ConflictError(
-            f"stack {stack} was written by another while {doing} ({exc}); the next attempt "
-            "reads it again",
-            stack=stack,
-        ) from None
+        records: list[int] = []
+        replace_deployment(
+            store,
+            stack,
+            clean["checkpoint"]["latest"],
+            expect=read,
+            doing=doing,
+            backup=False,  # the .bak holds the credentials too: rewritten by rewrite_records
+            first=lambda: records.append(rewrite_records(store, stack, scrubbed)),
+        )
     except BucketError as exc:
         raise engine.error(exc, stack=stack, doing=doing) from None
     engine.scrubbed.add(stack)
     log.info(
         "credentials taken out of the stack state",
-        extra={"stack_name": stack, "records": records + 1},
+        extra={"stack_name": stack, "records": sum(records) + 1},
     )
 
 

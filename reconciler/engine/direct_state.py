@@ -11,7 +11,7 @@ the caller asks the CLI, which also says what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from reconciler.engine.context import EngineContext
@@ -46,17 +46,28 @@ def editable_checkpoint(store: StateStore, stack: str) -> Checkpoint | None:
 
 
 def replace_deployment(
-    store: StateStore, stack: str, deployment: Mapping[str, Any], *, expect: Checkpoint, doing: str
+    store: StateStore,
+    stack: str,
+    deployment: Mapping[str, Any],
+    *,
+    expect: Checkpoint,
+    doing: str,
+    backup: bool = True,
+    first: Callable[[], object] | None = None,
 ) -> None:
     """Write ``deployment`` over the checkpoint ``expect`` under a lock of this process, with
     the backend's compare-and-swap: :class:`StackLockedError` while another's lock holds the
     stack, :class:`ConflictError` when another wrote it since ``expect`` was read (``doing``
-    says what was being done, for the message); nothing is written either way."""
+    says what was being done, for the message); nothing is written either way. ``first``: what
+    else to write under that lock before the checkpoint; ``backup``: the replaced checkpoint
+    copied to ``.bak`` first, as the CLI does."""
     with locked(store, stack) as held:
         if held:
             raise StackLockedError.of(stack, held, backend=store.url)
         try:
-            store.write_deployment(stack, deployment, expect=expect)
+            if first is not None:
+                first()
+            store.write_deployment(stack, deployment, expect=expect, backup=backup)
         except WriteConflictError as exc:
             raise ConflictError(
                 f"stack {stack} was written by another while {doing} ({exc}); the next attempt "
