@@ -21,7 +21,9 @@ from reconciler.engine.cli import CLI_GOGC, CLI_GOMAXPROCS
 from reconciler.local.plane import PORT_RANGE_ENV, LocalControlPlane
 from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
 from reconciler.toolchain import check_versions
+from tests import durations
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
+from tests.durations import longest_first
 from tests.readonly import read_only
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -67,13 +69,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Markers from what a test needs: ``kube`` (a kube-apiserver: the e2e tests and the
     commands' tests that use ``control_plane``), and, for a test of a module with module-scoped
     fixtures, ``xdist_group`` by module, so that with ``--dist loadgroup`` the module's tests
-    share one worker and its fixtures are made once; every other test goes to any worker."""
+    share one worker and its fixtures are made once; every other test goes to any worker.
+    Then the order: the longest units first."""
     for item in items:
         e2e = item.get_closest_marker("e2e") or item.nodeid.startswith("tests/e2e/")
         if e2e or "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
         if _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # then the longest units first (tests/durations.py), after pytest-randomly's shuffle (its
+    # hook runs first): xdist hands them out in this order
+    items[:] = longest_first(
+        items, node_id=lambda item: item.nodeid, unit=_unit, durations=durations.load()
+    )
+
+
+def _unit(item: pytest.Item) -> str:
+    """What xdist's loadgroup hands to one worker at once: the test's group, or the test."""
+    group = item.get_closest_marker("xdist_group")
+    return str(group.args[0]) if group is not None else item.nodeid
 
 
 # LBR_TEST_CPU=<file>: each test's wall time and CPU time (this process's and its children's

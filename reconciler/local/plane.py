@@ -196,6 +196,10 @@ class LocalControlPlane:
                 "--listen-metrics-urls=",
                 "--unsafe-no-fsync",  # throw-away data: fsync would cost seconds and buy nothing
                 "--log-level=warn",
+                # one member, nobody to elect: Raft ticks ten times less often (idle, half
+                # the CPU: 0.44 s in two minutes instead of 0.87)
+                "--heartbeat-interval=1000",
+                "--election-timeout=5000",
             ],
         )
         self._wait("etcd", f"{url}/health", timeout=timeout)
@@ -223,6 +227,10 @@ class LocalControlPlane:
                 "--authorization-mode=RBAC",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",
+                # one server: no lease for the `kubernetes` Service's endpoints, no identity
+                # lease to renew every 10 s (idle, 1.56 CPU s in two minutes instead of 2.16)
+                "--endpoint-reconciler-type=none",
+                "--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
                 f"--cert-dir={self.folder / 'apiserver-certs'}",
                 "--v=1",
             ],

@@ -1,4 +1,5 @@
-// Builds promtool, for the chart's alert rules' tests (promtool check rules, promtool test rules).
+// Builds promtool, for the chart's alert rules' tests (promtool check rules, promtool test rules),
+// without the service discoveries (tools/build.sh: -tags remove_all_sd).
 module lbreconciler.local/tools/promtool
 
 go 1.26.7
