@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import signal
 import sys
 import threading
@@ -18,11 +19,19 @@ from reconciler.cli.common import (
     CommandError,
 )
 from reconciler.cli.version import VersionAction
-from reconciler.controller.kubeapi import KubeApi
-from reconciler.controller.kubeconfig import api_client
-from reconciler.local.demo import Demo, run_flow, stop_process
-from reconciler.local.plane import ControlPlaneError, LocalControlPlane
-from reconciler.local.toolchain import ToolchainError, find_toolchain
+
+# The user's side: each command's module adds its own parser. Only the command asked for is
+# imported: together they pull in the Kubernetes client and the Automation API, a second of CPU
+# at every start (`lb-reconciler stacks` needs neither).
+COMMANDS = {
+    "run": "reconciler.cli.run",
+    "stacks": "reconciler.cli.stacks",
+    "sweep": "reconciler.cli.sweep",
+    "adopt": "reconciler.cli.adopt",
+    "preflight": "reconciler.cli.preflight",
+    "preview": "reconciler.cli.preview",
+    "backend": "reconciler.cli.backend",
+}
 
 DEMO_HELP = """\
 Bring up the local environment: the real toolchain (built from Go modules on first use, cached
@@ -57,6 +66,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kubernetes import client
 
     from emulator.server import start as start_emulator
+    from reconciler.controller.kubeapi import KubeApi
+    from reconciler.controller.kubeconfig import api_client
+    from reconciler.local.demo import Demo, run_flow, stop_process
+    from reconciler.local.plane import ControlPlaneError, LocalControlPlane
+    from reconciler.local.toolchain import ToolchainError, find_toolchain
 
     started = time.monotonic()
     _say("finding the toolchain (builds it on first use: tens of minutes cold, seconds warm)")
@@ -130,7 +144,9 @@ def cmd_emulator(args: argparse.Namespace) -> int:
     return emulator_main(list(args.args))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command``, one of :data:`COMMANDS`, only that command's
+    parser among them (what ``main`` runs). Any other ``command`` builds them all."""
     parser = argparse.ArgumentParser(
         prog="lb-reconciler",
         description="Kubernetes Services of type LoadBalancer on OpenStack, one Pulumi stack each.",
@@ -163,22 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     emu.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     emu.set_defaults(func=cmd_emulator)
 
-    # the user's side: each command's module adds its own parser
-    from reconciler.cli import adopt as cmd_adopt
-    from reconciler.cli import backend as cmd_backend
-    from reconciler.cli import preflight as cmd_preflight
-    from reconciler.cli import preview as cmd_preview
-    from reconciler.cli import run as cmd_run
-    from reconciler.cli import stacks as cmd_stacks
-    from reconciler.cli import sweep as cmd_sweep
-
-    cmd_run.register(sub)
-    cmd_stacks.register(sub)
-    cmd_sweep.register(sub)
-    cmd_adopt.register(sub)
-    cmd_preflight.register(sub)
-    cmd_preview.register(sub)
-    cmd_backend.register(sub)
+    only = command if command in COMMANDS else None
+    for name, module in COMMANDS.items():
+        if only in (None, name):
+            importlib.import_module(module).register(sub)
     return parser
 
 
@@ -186,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulator"]:  # every flag belongs to the emulator's own parser
         return cmd_emulator(argparse.Namespace(args=argv[1:]))
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         result: int = args.func(args)
     except CommandError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,29 @@ def test_help(command: str, says: list[str], capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     for text in says:
         assert text in out
+
+
+def test_a_command_imports_only_what_it_needs() -> None:
+    """`lb-reconciler stacks` starts without the Kubernetes client and the Automation API
+    (a second of CPU at every start when every command's module was imported)."""
+    probe = (
+        "import sys\n"
+        "from reconciler.cli.main import main\n"
+        "try:\n    main(['stacks', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('kubernetes', 'pulumi.automation') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "--conditions" in done.stdout  # the command's own help was printed
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_command_is_listed() -> None:
+    text = build_parser().format_help()
+    for name in ("demo", "emulator", "run", "stacks", "sweep", "adopt", "preflight", "preview"):
+        assert name in text
+    assert "backend" in text
 
 
 def test_top_level_help_lists_the_subcommands() -> None:
