@@ -23,7 +23,7 @@ from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
 from reconciler.toolchain import check_versions
 from tests import durations
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
-from tests.durations import longest_first
+from tests.durations import long_units_early
 from tests.readonly import read_only
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -70,16 +70,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     commands' tests that use ``control_plane``), and, for a test of a module with module-scoped
     fixtures, ``xdist_group`` by module, so that with ``--dist loadgroup`` the module's tests
     share one worker and its fixtures are made once; every other test goes to any worker.
-    Then the order: the longest units first."""
+    Then the order: the long units early."""
     for item in items:
         e2e = item.get_closest_marker("e2e") or item.nodeid.startswith("tests/e2e/")
         if e2e or "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
         if _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    # then the longest units first (tests/durations.py), after pytest-randomly's shuffle (its
-    # hook runs first): xdist hands them out in this order
-    items[:] = longest_first(
+    # then the long units early (tests/durations.py), after pytest-randomly's shuffle (its hook
+    # runs first): xdist hands them out in this order
+    items[:] = long_units_early(
         items, node_id=lambda item: item.nodeid, unit=_unit, durations=durations.load()
     )
 

@@ -127,10 +127,11 @@ class BackendServer:
 
     def s3_client(self) -> Any:
         """A botocore S3 client with the root credentials (tests, bucket creation)."""
-        import botocore.session
         from botocore.config import Config
 
-        return botocore.session.get_session().create_client(
+        from reconciler.engine.state.s3 import botocore_client
+
+        return botocore_client(
             "s3",
             endpoint_url=f"http://{self.endpoint}",
             region_name=REGION,

@@ -229,11 +229,12 @@ def s3_refuses(backend: Backend, readonly: Backend) -> None:
 
 
 def reader_client(readonly: Backend) -> Any:
-    import botocore.session
     from botocore.config import Config
 
+    from reconciler.engine.state.s3 import botocore_client
+
     assert readonly.server is not None
-    return botocore.session.get_session().create_client(
+    return botocore_client(
         "s3",
         endpoint_url=f"http://{readonly.server.endpoint}",
         region_name="us-east-1",
