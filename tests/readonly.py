@@ -95,7 +95,7 @@ def s3_policy(bucket: str, prefix: str) -> str:
 def s3_read_only(backend: Backend, *, seconds: int = 3600) -> Backend:
     """Temporary credentials that may only read ``backend``'s bucket and prefix (MinIO's
     ``AssumeRole`` with the example policy as the session policy); the backend as they see it."""
-    from reconciler.engine.state.s3 import botocore_client
+    from reconciler.engine.state.aws import botocore_client
 
     server = backend.server
     assert server is not None

@@ -70,6 +70,9 @@ command -v sha256sum >/dev/null || die "sha256sum is missing (coreutils)"
 
 # Never reach for another Go toolchain or a VCS host: everything comes from the module proxy.
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
+# The compiler and linker collect garbage less often: a cold build of etcd took 154 CPU s
+# instead of 175 (peak RSS 456 MB instead of 413), the same binary. The user's setting wins.
+export GOGC=${GOGC:-400}
 # The checksum database does not answer for these modules here; their hashes are pinned in the
 # committed go.sum files, which the go command still verifies on every download.
 export GONOSUMDB=github.com/terraform-provider-openstack,github.com/pulumi/pulumi-dotnet,github.com/pulumi/pulumi-yaml

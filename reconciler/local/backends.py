@@ -129,7 +129,7 @@ class BackendServer:
         """A botocore S3 client with the root credentials (tests, bucket creation)."""
         from botocore.config import Config
 
-        from reconciler.engine.state.s3 import botocore_client
+        from reconciler.engine.state.aws import botocore_client
 
         return botocore_client(
             "s3",

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
+from reconciler.engine.state.aws import botocore_client
 from reconciler.engine.state.bucket import (
     DEFAULT_TIMEOUT,
     BucketError,
@@ -27,26 +28,7 @@ from reconciler.engine.state.bucket import (
     url_query,
 )
 
-__all__ = ["S3Bucket", "botocore_client"]
-
-# botocore's session reads an API's model (S3's) from its JSON files when it makes its first client
-# (0.15-0.2 CPU s); from the same session, a client costs about 12 ms. One session per profile
-# for the process: every bucket's client, and every test's, came with a session of its own. A
-# session is not thread-safe: clients are made under the lock (the clients themselves are).
-_sessions: dict[str | None, Any] = {}
-_sessions_lock = threading.Lock()
-
-
-def botocore_client(service: str, *, profile: str | None = None, **kwargs: Any) -> Any:
-    """A botocore client of ``service`` ("s3", "sts"), ``kwargs`` as ``create_client`` takes
-    them, from the process's session for ``profile``."""
-    import botocore.session
-
-    with _sessions_lock:
-        session = _sessions.get(profile)
-        if session is None:
-            session = _sessions[profile] = botocore.session.Session(profile=profile)
-        return session.create_client(service, **kwargs)
+__all__ = ["S3Bucket"]
 
 
 class S3Bucket:

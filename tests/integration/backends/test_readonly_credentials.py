@@ -231,7 +231,7 @@ def s3_refuses(backend: Backend, readonly: Backend) -> None:
 def reader_client(readonly: Backend) -> Any:
     from botocore.config import Config
 
-    from reconciler.engine.state.s3 import botocore_client
+    from reconciler.engine.state.aws import botocore_client
 
     assert readonly.server is not None
     return botocore_client(
