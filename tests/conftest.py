@@ -23,7 +23,6 @@ from reconciler.local.toolchain import TEST_TOOLS, Toolchain, find_toolchain
 from reconciler.toolchain import check_versions
 from tests import durations
 from tests.backends import BACKEND_KINDS, Backend, BackendServers
-from tests.durations import long_units_early
 from tests.readonly import read_only
 
 # Test workers (pytest-xdist) each take ports from a range of their own below the kernel's
@@ -79,7 +78,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     # then the long units early (tests/durations.py), after pytest-randomly's shuffle (its hook
     # runs first): xdist hands them out in this order
-    items[:] = long_units_early(
+    items[:] = durations.long_units_early(
         items, node_id=lambda item: item.nodeid, unit=_unit, durations=durations.load()
     )
 

@@ -62,10 +62,10 @@ def long_units_early(
     long = [u for u in dict.fromkeys(unit(item) for item in items) if weight[u] >= LONG]
     if not long:
         return list(items)
-    members: dict[str, list[T]] = defaultdict(list)
+    members: dict[str, list[T]] = {name: [] for name in long}
     rest: list[T] = []
     for item in items:
-        (members[unit(item)] if unit(item) in long else rest).append(item)
+        members.get(unit(item), rest).append(item)
     step = len(rest) / 2 / len(long)
     out: list[T] = []
     taken = 0

@@ -117,6 +117,8 @@ begin() { rm -rf "$1.tmp"; mkdir -p "$1.tmp/bin"; }
 commit() { rm -rf "$1"; mv "$1.tmp" "$1"; }
 
 build_pulumi() {
+  local p
+  if p=$(ambient pulumi "v$PULUMI_VERSION" pulumi version); then echo "$p"; return; fi
   local d="$cache/pulumi-$PULUMI_VERSION-$(key "$here/pulumi")"
   if [ ! -x "$d/bin/pulumi" ]; then
     log "building pulumi v$PULUMI_VERSION (cold: several minutes)"
@@ -241,11 +243,6 @@ build_promtool() {
   echo "$d/bin/promtool"
 }
 
-pulumi_bin() {
-  local p
-  if p=$(ambient pulumi "v$PULUMI_VERSION" pulumi version); then echo "$p"; else build_pulumi; fi
-}
-
 mkdir -p "$cache"
 start=$SECONDS
 # Every tool builds at once. A cold build spends much of its time on module downloads and on its
@@ -256,7 +253,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 names=() pids=()
 spawn() { local name=$1; shift; "$@" >"$work/$name" & names+=("$name"); pids+=($!); }
-spawn pulumi pulumi_bin
+spawn pulumi build_pulumi
 spawn openstack build_openstack
 spawn etcd build_etcd
 spawn kube build_kube
