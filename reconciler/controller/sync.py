@@ -296,6 +296,9 @@ class ServiceSync:
         path = _service_path(meta["namespace"], meta["name"])
         if after.annotation_patch is not None:
             service = self._kube.patch(path, after.annotation_patch)
+        # the events before the status, as the Kubernetes service controller does: whoever sees
+        # the address finds EnsuredLoadBalancer already there
+        self._record(service, after.events)
         ready = conditions.provisioned(lb_id=result.lb_id, address=result.address)
         status = _merged(
             after.status_patch,
@@ -303,7 +306,6 @@ class ServiceSync:
         )
         if status is not None:
             self._kube.patch(path + "/status", status, kind="strategic")
-        self._record(service, after.events)
         _log.info(
             "load balancer ensured",
             extra={"service": key, "lb_id": result.lb_id, "address": result.address},

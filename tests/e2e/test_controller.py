@@ -263,7 +263,7 @@ def running(kube: KubeApi, namespace: str) -> Iterator[Running]:
     r.controller.stop(timeout=10)
 
 
-def test_ensure_adds_finalizer_first_then_status_annotations_events(running: Running) -> None:
+def test_ensure_adds_finalizer_first_then_annotations_events_status(running: Running) -> None:
     running.create("web")
     ingress = wait_for(lambda: running.ingress("web"), what="an ingress IP")
     key = f"{running.namespace}/web"
@@ -288,6 +288,45 @@ def test_ensure_adds_finalizer_first_then_status_annotations_events(running: Run
     assert ensured is not None
     assert ensured["type"] == "Normal"
     assert ensured["involvedObject"]["uid"] == uid
+
+
+class StatusWatcher(KubeApi):
+    """The controller's API client, which at each status write that shows an address reads the
+    Service's events as a user would at that moment (``kubectl get`` shows the EXTERNAL-IP, then
+    ``kubectl describe``)."""
+
+    seen: list[list[str]]
+
+    def patch(self, path: str, body: Any, *, kind: str = "merge") -> dict[str, Any]:
+        ingress = (body.get("status") or {}).get("loadBalancer", {}).get("ingress")
+        if path.endswith("/status") and ingress:
+            ns, name = path.split("/")[4], path.split("/")[6]
+            events = self.list(
+                f"/api/v1/namespaces/{ns}/events",
+                query={"fieldSelector": f"involvedObject.name={name}"},
+            )
+            self.seen.append([e["reason"] for e in events.get("items") or []])
+        return super().patch(path, body, kind=kind)
+
+
+def test_ensured_event_is_recorded_before_the_address_shows(
+    control_plane: LocalControlPlane, kube: KubeApi, namespace: str
+) -> None:
+    """As the Kubernetes service controller does: EnsuredLoadBalancer, then the status. A user
+    who sees the EXTERNAL-IP and then looks at the events finds it (a CI run once saw only
+    EnsuringLoadBalancer there)."""
+    watcher = StatusWatcher(api_client=api_client(kubeconfig=control_plane.kubeconfig))
+    watcher.seen = []
+    r = start_controller(watcher, namespace)
+    try:
+        r.create("web")
+        wait_for(lambda: r.ingress("web"), what="an ingress IP")
+        assert watcher.seen, "no status write with an address"
+        assert "EnsuredLoadBalancer" in watcher.seen[0], watcher.seen
+        assert "EnsuredLoadBalancer" in r.reasons("web")
+    finally:
+        r.controller.stop(timeout=10)
+        watcher.close()
 
 
 def test_label_change_does_not_sync_but_port_change_does(running: Running) -> None:
