@@ -149,6 +149,49 @@ def test_an_s3_url_needs_a_bucket() -> None:
         S3Bucket("s3:///state", env={})
 
 
+def test_a_folder_lists_the_keys_that_start_with_the_prefix(tmp_path: Path) -> None:
+    """As a bucket lists: by key, across folders, the prefix ending mid-name or mid-folder;
+    the blob library's sidecars left out."""
+    for key in [
+        "s/p/a.json",
+        "s/p/a.json.gz",
+        "s/p/a.json.attrs",
+        "s/p/ab.json",
+        "s/p/b.json",
+        "s/p/a/x.json",
+        "s/p/ab/y.json",
+        "s/pq/a.json",
+        "h/p/a/1.json",
+    ]:
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_text("{}")
+    bucket = FileBucket(tmp_path, url=f"file://{tmp_path}")
+
+    def keys(prefix: str) -> list[str]:
+        return [o.key for o in bucket.list(prefix)]
+
+    assert keys("s/p/a.json") == ["s/p/a.json", "s/p/a.json.gz"]
+    assert keys("s/p/a") == [
+        "s/p/a.json",
+        "s/p/a.json.gz",
+        "s/p/a/x.json",
+        "s/p/ab.json",
+        "s/p/ab/y.json",
+    ]
+    assert keys("s/p/") == [
+        "s/p/a.json",
+        "s/p/a.json.gz",
+        "s/p/a/x.json",
+        "s/p/ab.json",
+        "s/p/ab/y.json",
+        "s/p/b.json",
+    ]
+    assert keys("s/p") == [*keys("s/p/"), "s/pq/a.json"]
+    assert keys("") == ["h/p/a/1.json", *keys("s/")]
+    assert keys("s/none") == []
+    assert keys("x/y/") == []
+
+
 def test_lock_records() -> None:
     data = json.dumps(
         {
