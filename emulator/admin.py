@@ -29,7 +29,7 @@ from typing import Any
 
 from emulator.cloud import Cloud
 from emulator.errors import ApiError, BadRequest, NotFound
-from emulator.faults import FaultConfig, FaultRule, LbFault
+from emulator.faults import FaultConfig, FaultRule, LbFault, unmatched
 from emulator.web import Request, Response, Router
 
 _PROVISIONING = ("ACTIVE", "ERROR", "PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
@@ -40,8 +40,9 @@ def render_error(error: ApiError) -> Response:
 
 
 class AdminResponses:
-    def __init__(self, *, cloud: Cloud) -> None:
+    def __init__(self, *, cloud: Cloud, operations: frozenset[str]) -> None:
         self.cloud = cloud
+        self.operations = operations  # the API's operation names, for the fault rules
         self.router = Router()
         r = self.router
         r.add("GET", "/health", lambda req: Response(200, {"status": "ok"}), op="admin.health")
@@ -93,6 +94,7 @@ class AdminResponses:
             config = FaultConfig.from_dict(self._body(req))
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
+        self._check(config.rules)
         self.cloud.faults.configure(config)
         return Response(200, config.to_dict())
 
@@ -108,7 +110,13 @@ class AdminResponses:
             rule = FaultRule(**self._body(req))
         except (TypeError, ValueError) as exc:
             raise BadRequest(f"invalid fault rule: {exc}") from exc
+        self._check((rule,))
         return Response(201, self.cloud.faults.extend(rules=(rule,)).to_dict())
+
+    def _check(self, rules: tuple[FaultRule, ...]) -> None:
+        problem = unmatched(rules, self.operations)
+        if problem is not None:
+            raise BadRequest(problem)
 
     def add_lb_fault(self, req: Request) -> Response:
         try:

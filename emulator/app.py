@@ -37,6 +37,7 @@ from emulator.errors import (
     NotFound,
     Unauthorized,
 )
+from emulator.faults import unmatched
 from emulator.keystone import responses as keystone_responses
 from emulator.keystone.responses import INTERFACE_PATHS
 from emulator.neutron import responses as neutron_responses
@@ -83,10 +84,17 @@ class EmulatorApp:
                 octavia_responses.render_error,
                 needs_token=True,
             ),
-            "admin": Service(
-                "admin", admin.AdminResponses(cloud=cloud).router, admin.render_error, False
-            ),
         }
+        operations = frozenset().union(*(s.router.operations() for s in self.services.values()))
+        problem = unmatched(cloud.faults.config.rules, operations)
+        if problem is not None:
+            raise ValueError(problem)
+        self.services["admin"] = Service(
+            "admin",
+            admin.AdminResponses(cloud=cloud, operations=operations).router,
+            admin.render_error,
+            False,
+        )
 
     def handle(
         self,

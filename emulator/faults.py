@@ -109,6 +109,21 @@ class FaultConfig:
         }
 
 
+def unmatched(rules: tuple[FaultRule, ...], operations: frozenset[str]) -> str | None:
+    """Why ``rules`` cannot be used: the first rule whose ``operation`` glob names none of
+    ``operations`` (a typo would never fire, and a test that needs it would pass or fail by
+    timing), with the operations of the same service; None when every rule matches one."""
+    for rule in rules:
+        if not fnmatch.filter(operations, rule.operation):
+            service = rule.operation.partition(".")[0]
+            near = sorted(op for op in operations if op.startswith(service + "."))
+            return (
+                f"fault rule 'operation' {rule.operation!r} matches no operation of the "
+                f"emulator; {service!r} has: {', '.join(near) or 'none (no such service)'}"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class Decision:
     """What to do to one request: wait, then maybe fail or drop."""

@@ -115,6 +115,10 @@ class Router:
         regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template.rstrip("/") or "")
         self._routes.append(Route(method, re.compile(f"^{regex}/?$"), handler, op, public))
 
+    def operations(self) -> frozenset[str]:
+        """The ``op`` names of the routes: what a fault rule's ``operation`` can name."""
+        return frozenset(route.op for route in self._routes)
+
     def resolve(self, request: Request) -> tuple[Route, Request]:
         """The route and the request with its path params; LookupError if no path matches."""
         path_matched = False

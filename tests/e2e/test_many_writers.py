@@ -64,6 +64,20 @@ def person_env(c: Cluster) -> dict[str, str]:
     }
 
 
+def unlocked(c: Cluster, refresh: subprocess.Popen[bytes], mark: int) -> str:
+    """What a person's refresh that took no lock printed, and what the cloud was asked meanwhile
+    (whose read the held fault caught)."""
+    if refresh.poll() is None:
+        os.killpg(refresh.pid, signal.SIGKILL)
+    out = refresh.communicate(timeout=30)[0].decode(errors="replace")
+    fired = c.cloud.get("/faults/fired")
+    asked = [
+        (r["method"], r["path"], r["status"])
+        for r in c.cloud.get(f"/requests?since={mark}")["requests"]
+    ]
+    return f"exit {refresh.returncode}; output: {out[-3000:]}; fired: {fired}; asked: {asked[-40:]}"
+
+
 def person_folder(c: Cluster) -> Path:
     folder = c.setup.state_dir.parent / "person"
     folder.mkdir(exist_ok=True)
@@ -158,9 +172,10 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
     # the refresh's read of the load balancer is held until the faults are cleared: its lock is
     # on the stack until then, to be seen and the refresh frozen with it (no test reads the
     # cloud meanwhile)
+    mark = c.cloud.get(f"/requests?since={2**62}")["next"]  # only the number: no entries
     c.cloud.post(
         "/faults/rules",
-        {"operation": "octavia.loadbalancer.get", "hold": True, "status": 200, "count": 1},
+        {"operation": "octavia.loadbalancer.show", "hold": True, "status": 200, "count": 1},
     )
     refresh = subprocess.Popen(
         [
@@ -179,8 +194,17 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
         start_new_session=True,
     )
     try:
-        locks = eventually(lambda: store.list_locks(stack), what="the refresh's lock", timeout=60)
-        os.killpg(refresh.pid, signal.SIGSTOP)  # held there: its lock on the stack
+        try:
+            eventually(
+                lambda: store.list_locks(stack) or refresh.poll() is not None,
+                what="the refresh's lock",
+                timeout=60,
+            )
+            assert refresh.poll() is None, "the refresh ended before its lock was seen"
+            os.killpg(refresh.pid, signal.SIGSTOP)  # held there: its lock on the stack
+        except AssertionError as exc:  # once in a suite run, no lock was seen: say why
+            raise AssertionError(f"{exc}: {unlocked(c, refresh, mark)}") from None
+        locks = store.list_locks(stack)
         assert [lock.pid for lock in locks] == [refresh.pid]
         put_node(c.kube, "worker-r", "10.0.0.21")  # the Node change
         warned = eventually(lambda: locked_warnings(c, "refreshed"), what="StackLocked")

@@ -59,6 +59,39 @@ def test_drop_fault_answers_none(cloud: Cloud) -> None:
     assert answers[1].status == 300
 
 
+def test_a_fault_rule_that_names_no_operation_is_refused(cloud: Cloud) -> None:
+    """``octavia.loadbalancer.get`` is not an operation (``show`` is): a hold that never fired
+    let a person's refresh run free, and the test that needed it failed by timing."""
+    app = EmulatorApp(cloud=cloud)
+
+    def post(path: str, body: object) -> tuple[int, str]:
+        response = app.handle(
+            method="POST" if path.endswith("rules") else "PUT",
+            path=path,
+            query_string="",
+            headers={"Content-Type": "application/json"},
+            body=json.dumps(body).encode(),
+            base_url="http://e",
+        )
+        assert response is not None
+        return response.status, response.encoded().decode()
+
+    status, text = post("/admin/faults/rules", {"operation": "octavia.loadbalancer.get"})
+    assert status == 400
+    assert "'octavia.loadbalancer.get' matches no operation" in text
+    assert "octavia.loadbalancer.show" in text  # what it could have been
+    status, _ = post("/admin/faults", {"rules": [{"operation": "neutron.floatingip.*"}]})
+    assert status == 200  # a glob that matches some is taken
+    status, text = post("/admin/faults", {"rules": [{"operation": "nova.server.show"}]})
+    assert status == 400
+    assert "no such service" in text
+    assert cloud.faults.config.rules == (FaultRule(operation="neutron.floatingip.*"),)
+    bad = FaultConfig(rules=(FaultRule(operation="octavia.lb.show"),))
+    cloud.faults.configure(bad)  # as a faults file at start gives it
+    with pytest.raises(ValueError, match=r"'octavia\.lb\.show' matches no operation"):
+        EmulatorApp(cloud=cloud)
+
+
 def _force(cloud: Cloud, lb_id: str, body: dict[str, str]) -> int:
     """``PUT /admin/loadbalancers/{id}/status``; the answer's status code."""
     response = EmulatorApp(cloud=cloud).handle(
