@@ -142,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    handle = start(host=args.host, port=args.port, config=config, ssl_context=context)
+    try:
+        handle = start(host=args.host, port=args.port, config=config, ssl_context=context)
+    except ValueError as exc:  # a fault rule that names no operation (the app checks them)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     clouds = handle.write_clouds_yaml(path=args.clouds_yaml, cloud_name=args.cloud_name)
     print(f"auth_url: {handle.auth_url}")
     print(f"clouds.yaml: {clouds} (cloud '{args.cloud_name}', OS_CLIENT_CONFIG_FILE={clouds})")

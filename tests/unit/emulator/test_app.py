@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
+from emulator.__main__ import main as emulator_main
 from emulator.app import EmulatorApp, made
 from emulator.cloud import Cloud
 from emulator.context import AuthContext
@@ -90,6 +92,15 @@ def test_a_fault_rule_that_names_no_operation_is_refused(cloud: Cloud) -> None:
     cloud.faults.configure(bad)  # as a faults file at start gives it
     with pytest.raises(ValueError, match=r"'octavia\.lb\.show' matches no operation"):
         EmulatorApp(cloud=cloud)
+
+
+def test_a_faults_file_naming_no_operation_stops_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    faults = tmp_path / "faults.yaml"
+    faults.write_text('rules:\n  - {operation: "octavia.loadbalancer.get", hold: true}\n')
+    assert emulator_main(["--faults", str(faults), "--port", "0"]) == 2
+    assert "'octavia.loadbalancer.get' matches no operation" in capsys.readouterr().err
 
 
 def _force(cloud: Cloud, lb_id: str, body: dict[str, str]) -> int:
