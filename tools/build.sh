@@ -112,6 +112,20 @@ timed() {
   fi
 }
 
+# ready DIR: before a cold build in DIR, download its modules, then wait for the standard library.
+# Side by side, each build would compile the standard library for itself, all at the same time
+# (the go command's cache serves only what is finished): the first builder here compiles it once
+# while the others still download, and they all find it in the cache. `go mod download` fetches a
+# few modules the build does not need (225 for the plugin's 218, 258 for MinIO's 242).
+ready() {
+  (cd "$1" && quiet go mod download)
+  command -v flock >/dev/null || return 0
+  (
+    flock 9
+    [ -e "$work/std" ] || { (cd "$1" && quiet go build -trimpath std) || true; touch "$work/std"; }
+  ) 9>"$work/std.lock"
+}
+
 # build_into DEST DIR: build into DEST (an atomic rename, so an interrupted build leaves no half dir).
 begin() { rm -rf "$1.tmp"; mkdir -p "$1.tmp/bin"; }
 commit() { rm -rf "$1"; mv "$1.tmp" "$1"; }
@@ -123,6 +137,7 @@ build_pulumi() {
   if [ ! -x "$d/bin/pulumi" ]; then
     log "building pulumi v$PULUMI_VERSION (cold: several minutes)"
     begin "$d"
+    ready "$here/pulumi"
     (cd "$here/pulumi" && timed "pulumi" go build -trimpath \
       -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
       -o "$d.tmp/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
@@ -140,6 +155,7 @@ build_openstack() {
     # stays clean and read-only checkouts work.
     local src="$d.tmp/src"
     cp -r "$here/openstack" "$src"
+    ready "$src"
     local ver="-X lbreconciler.local/tools/openstack/provider.Version=$OPENSTACK_PLUGIN_VERSION"
     (cd "$src" && timed "pulumi-tfgen-openstack" go build -trimpath -ldflags "-s -w $ver" \
       -o "$d.tmp/tfgen" ./cmd/pulumi-tfgen-openstack)
@@ -165,6 +181,7 @@ build_etcd() {
   if [ ! -x "$d/bin/etcd" ]; then
     log "building etcd v$ETCD_VERSION"
     begin "$d"
+    ready "$here/etcd"
     (cd "$here/etcd" && timed "etcd" go build -trimpath -ldflags "-s -w" -o "$d.tmp/bin/etcd" go.etcd.io/etcd/server/v3)
     commit "$d"
   fi
@@ -181,6 +198,7 @@ build_kube() {
   if [ ! -x "$d/bin/kube-apiserver" ] || [ ! -x "$d/bin/kubectl" ]; then
     log "building kube-apiserver and kubectl v$KUBE_VERSION (cold: ten minutes or more)"
     begin "$d"
+    ready "$here/kube"
     local minor=${KUBE_VERSION#*.}; minor=${minor%%.*}
     local ld="-s -w"
     for pkgpath in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -203,6 +221,7 @@ build_minio() {
   if [ ! -x "$d/bin/minio" ]; then
     log "building minio ($MINIO_COMMIT; cold: ten minutes or more)"
     begin "$d"
+    ready "$here/minio"
     local tag="DEVELOPMENT.${MINIO_DATE//:/-}" ld="-s -w"
     ld="$ld -X github.com/minio/minio/cmd.Version=$MINIO_DATE -X github.com/minio/minio/cmd.ReleaseTag=$tag"
     ld="$ld -X github.com/minio/minio/cmd.CommitID=$MINIO_COMMIT -X github.com/minio/minio/cmd.ShortCommitID=$MINIO_COMMIT"
@@ -220,6 +239,7 @@ build_helm() {
   if [ ! -x "$d/bin/helm" ]; then
     log "building helm v$HELM_VERSION (cold: two minutes or more)"
     begin "$d"
+    ready "$here/helm"
     (cd "$here/helm" && timed "helm" go build -trimpath \
       -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" \
       -o "$d.tmp/bin/helm" helm.sh/helm/v3/cmd/helm)
@@ -233,6 +253,7 @@ build_promtool() {
   if [ ! -x "$d/bin/promtool" ]; then
     log "building promtool v$PROMTOOL_VERSION (cold: ten CPU minutes or more)"
     begin "$d"
+    ready "$here/promtool"
     # remove_all_sd: without Prometheus's service discoveries (AWS, Azure, GCE and 20 more), which
     # only `promtool check config` uses; a fifth fewer packages to compile.
     (cd "$here/promtool" && timed "promtool" go build -trimpath -tags remove_all_sd \
