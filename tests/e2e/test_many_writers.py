@@ -202,7 +202,7 @@ def test_a_person_s_refresh_during_a_node_change_loses_no_member(
             )
             assert refresh.poll() is None, "the refresh ended before its lock was seen"
             os.killpg(refresh.pid, signal.SIGSTOP)  # held there: its lock on the stack
-        except AssertionError as exc:  # once in a suite run, no lock was seen: say why
+        except AssertionError as exc:  # no lock seen (the hold did not fire once): say why
             raise AssertionError(f"{exc}: {unlocked(c, refresh, mark)}") from None
         locks = store.list_locks(stack)
         assert [lock.pid for lock in locks] == [refresh.pid]
