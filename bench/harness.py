@@ -254,10 +254,13 @@ class Environment:
         """The emulator's request log (one line per request, a create's new ID in it)."""
         return self.plane.folder.parent / EMULATOR_LOG
 
-    def start_controller(self, *, timeout: float = 120.0) -> subprocess.Popen[bytes]:
-        """Start ``lb-reconciler run``; return once its ``/metrics`` answers."""
+    def start_controller(
+        self, *, timeout: float = 120.0, extra_args: Sequence[str] = ()
+    ) -> subprocess.Popen[bytes]:
+        """Start ``lb-reconciler run`` (``extra_args`` after the environment's); return once its
+        ``/metrics`` answers."""
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        args = ["--workers", str(self.workers), *self.controller_args]
+        args = ["--workers", str(self.workers), *self.controller_args, *extra_args]
         proc = self.demo.start_controller(self.kube, extra_args=args)
         self.started_at = time.monotonic()
         self.controller = proc

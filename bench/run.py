@@ -18,8 +18,8 @@ from typing import Any
 from bench.stats import check_targets
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DEFAULT_REPEAT = {1: 5, 2: 1, 3: 1, 4: 1, 5: 1}
-DEFAULT_SERVICES = {3: 500, 4: 50, 5: 50}
+DEFAULT_REPEAT = {1: 5, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
+DEFAULT_SERVICES = {3: 500, 4: 50, 5: 50, 6: 500}
 PACKAGES = ("lb-reconciler", "pulumi", "pulumi-openstack", "openstacksdk", "kubernetes")
 
 HELP = """\
@@ -35,12 +35,15 @@ scenarios:
   3  restart with --services unchanged Services: time to ready, CPU s, stack operations (controller)
   4  one Node added with --services Services: time until every pool has it (both)
   5  delete --services Services: time until all gone, orphans left (both)
+  6  a quiet fleet of --services Services: CPU per Service-hour with drift checks on
+     (--drift-interval, --intervals), and a listener changed by hand put back (controller)
 
 examples:
   python -m bench.run --scenario 1 --profile instant --repeat 5 --out bench/results/s1-instant.json
   python -m bench.run --scenario 2 --profile instant --sizes 10,25,50,100 --chart docs/burst.png
   python -m bench.run --scenario 3 --profile instant --services 500
   python -m bench.run --scenario 5 --profile cloudlike --services 50 --baseline-workers 1
+  python -m bench.run --scenario 6 --profile instant --services 500 --drift-interval 300
   python -m bench.chart bench/results/s2-instant.json --out docs/burst.png
 
 exit codes: 0 done (targets are reported, not enforced); 1 a scenario failed;
@@ -54,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--scenario", type=int, choices=range(1, 6), required=True)
+    p.add_argument("--scenario", type=int, choices=range(1, 7), required=True)
     p.add_argument("--profile", choices=("instant", "cloudlike"), default="instant")
     p.add_argument("--repeat", type=int, help="repetitions (default: 5 for 1, else 1)")
     p.add_argument(
@@ -62,7 +65,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="10,25,50,100",
         help="scenario 2: burst sizes, comma-separated (default: %(default)s)",
     )
-    p.add_argument("--services", type=int, help="scenarios 3-5: Services (500, 50, 50)")
+    p.add_argument("--services", type=int, help="scenarios 3-6: Services (500, 50, 50, 500)")
+    p.add_argument(
+        "--drift-interval",
+        type=float,
+        default=300.0,
+        help="scenario 6: the controller's --drift-interval in seconds (default: %(default)s)",
+    )
+    p.add_argument(
+        "--intervals",
+        type=int,
+        default=2,
+        help="scenario 6: drift intervals in each measured window (default: %(default)s)",
+    )
     p.add_argument("--workers", type=int, default=4, help="the controller's --workers (4)")
     p.add_argument(
         "--baseline-workers",
@@ -142,6 +157,15 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
             )
         if args.scenario == 3:
             return scenarios.scenario_3(env, services=args.services, repeat=args.repeat)
+        if args.scenario == 6:
+            from bench.quiet import scenario_6
+
+            return scenario_6(
+                env,
+                services=args.services,
+                interval=args.drift_interval,
+                intervals=args.intervals,
+            )
         run = scenarios.scenario_4 if args.scenario == 4 else scenarios.scenario_5
         return run(
             env,
@@ -170,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": {
             "repeat": args.repeat,
             "sizes": args.size_list if args.scenario == 2 else None,
-            "services": args.services if args.scenario in (3, 4, 5) else 1,
+            "services": args.services if args.scenario in (3, 4, 5, 6) else 1,
+            "drift_interval": args.drift_interval if args.scenario == 6 else None,
+            "intervals": args.intervals if args.scenario == 6 else None,
             "workers": args.workers,
             "baseline_workers": args.baseline_workers,
             "backend": args.backend,

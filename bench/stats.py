@@ -202,6 +202,13 @@ def check_targets(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         add("stack operations on restart", "0", ops, None if ops is None else ops == 0)
         ready = (restart.get("restart_to_synced_seconds") or {}).get("median")
         add("restart to ready", "< 10 s", ready, None if ready is None else ready < 10.0)
+    if scenario == 6:
+        quiet = result.get("controller") or {}
+        idle = quiet.get("idle_cpu_seconds_per_service_hour")
+        add("idle CPU s per Service-hour", "<= 0.05", idle, None if idle is None else idle <= 0.05)
+        change = quiet.get("hand_change") or {}
+        within = change.get("within_one_interval")
+        add("a hand change put back", "within one interval", change.get("seconds"), within)
     if scenario == 5:
         for side in ("controller", "baseline"):
             left = (result.get(side) or {}).get("orphans")
