@@ -6,8 +6,9 @@ Three phases on one set of Services, created through the controller (setup, not 
    intervals): its CPU (the controller and its children) per second, what a fleet pays without
    drift checks (watches, the Lease, the housekeeping scans);
 2. **drift**: the controller restarted with ``--drift-interval`` (short, so that the window holds
-   whole intervals) for the same window. The drift checks' CPU per interval is the window's CPU
-   minus the base rate times its length, divided by the intervals in it;
+   whole intervals) and ``--drift-sweep-interval`` in the same proportion to it as their
+   defaults (24 intervals), for the same window. The drift checks' CPU per interval is the
+   window's CPU minus the base rate times its length, divided by the intervals in it;
 3. **change**: one listener's ``connection_limit`` changed by hand (openstacksdk, as a person
    would); the time until the controller has put it back (``--drift=repair``).
 
@@ -30,6 +31,9 @@ from bench.stats import delta, metric_sum, resources, stack_operations
 from reconciler.model import naming
 
 DEFAULT_DRIFT_INTERVAL = 3600.0  # lb-reconciler run --drift-interval's default
+DEFAULT_SWEEP_INTERVAL = 86400.0  # --drift-sweep-interval's default
+# the sweep keeps its default proportion to the interval: 24 intervals
+SWEEP_INTERVALS = round(DEFAULT_SWEEP_INTERVAL / DEFAULT_DRIFT_INTERVAL)
 CHANGED_LIMIT = 4242
 
 
@@ -116,7 +120,10 @@ def scenario_6(
     base = cpu_window(env, window)
     env.stop_controller()
 
-    env.start_controller(extra_args=["--drift-interval", str(interval)])
+    sweep = interval * SWEEP_INTERVALS
+    env.start_controller(
+        extra_args=["--drift-interval", str(interval), "--drift-sweep-interval", str(sweep)]
+    )
     env.wait_ready(timeout=timeout_for(env, services))
     env.wait_synced(services, timeout=timeout_for(env, services))
     drift = cpu_window(env, window)
@@ -129,6 +136,12 @@ def scenario_6(
     ctl: dict[str, Any] = {
         **figures,
         "drift_interval_seconds": interval,
+        "drift_sweep_interval_seconds": sweep,
+        "fleet_comparisons": {
+            result: metric_sum(env.metrics(), "lbr_drift_fleet_comparisons_total", result=result)
+            for result in ("compared", "failed", "unavailable")
+        },
+        "fleet_suspects": metric_sum(env.metrics(), "lbr_drift_fleet_suspects_total"),
         "window_seconds": window,
         "base": base,
         "drift": drift,

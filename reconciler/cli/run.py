@@ -45,7 +45,10 @@ examples:
       --cloud-config cloud.conf --state-dir ./lbr-state --log-format text
 
 drift (a load balancer changed by hand, behind the stack's back): each stack is compared with
-the cloud once per --drift-interval (3600 s), staggered. --drift=repair (the default) refreshes
+the cloud once per --drift-interval (3600 s): one listing of the project's load balancers,
+listeners, pools, members, monitors and floating IPs against every stack's checkpoint, and a
+drift check only for the stacks that differ, plus one for each stack once per
+--drift-sweep-interval (a day), staggered. --drift=repair (the default) refreshes
 the stack and runs `up`, which puts the cloud back (Event DriftRepaired); --drift=report only
 compares (`pulumi refresh --preview-only`: neither the state nor the cloud is written) and
 reports each difference, resource, property, value in the cloud and in the stack, as a Warning
@@ -109,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             orphan_grace=args.orphan_grace,
             drift_interval=args.drift_interval,
             drift=drift,
+            drift_sweep_interval=args.drift_sweep_interval,
         ),
         keep_history=args.keep_history,
         foreign_lock_timeout=args.foreign_lock_timeout or None,
@@ -210,8 +214,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=seconds,
         default=3600.0,
         metavar="S",
-        help="compare each stack with the cloud this often, staggered; 0: no drift checks "
-        "(--drift=off) (default: %(default)s)",
+        help="compare each stack with the cloud this often: one listing of the project's "
+        "objects against every stack's checkpoint, and a pulumi refresh only for the stacks that "
+        "differ; 0: no drift checks (--drift=off) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drift-sweep-interval",
+        type=seconds,
+        default=86400.0,
+        metavar="S",
+        help="also refresh each stack in full (pulumi refresh) this often, staggered, for what the "
+        "listing does not compare; not above --drift-interval: every check is a full refresh, "
+        "no listing (default: %(default)s)",
     )
     p.add_argument(
         "--drift",

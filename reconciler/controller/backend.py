@@ -46,6 +46,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from reconciler.engine.fleet_plan import FleetReport
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -79,6 +80,12 @@ class LoadBalancerEngine(Protocol):
 
     def stacks(self) -> Sequence[StackInfo]:
         """This cluster's stacks, cheaply (for the orphan and drift scans)."""
+        ...
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        """Compare these stacks' checkpoints with the cloud's lists, without ``pulumi``
+        (:mod:`reconciler.engine.fleet`); None when the backend's checkpoints are not readable
+        here. Raises when a listing fails."""
         ...
 
     def cancel(self) -> None:
@@ -136,6 +143,11 @@ class PulumiEngine:
     def stacks(self) -> Sequence[StackInfo]:
         # the scan's needs (names, tags, locks): on a DIY backend no `pulumi` start each scan
         return self._engine.stacks(detail=False)
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        from reconciler.engine.fleet import compare_fleet
+
+        return compare_fleet(self._engine, stacks)
 
     def cancel(self) -> None:
         self._engine.cancel()

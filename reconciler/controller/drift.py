@@ -11,6 +11,13 @@ stack at once: the work queue gives each Service one worker at a time.
   :func:`.drift_plan.report_events`; the ensure that follows sees the stack's spec hash
   unchanged and runs no ``up``.
 
+A request may carry the *fingerprint* of the cloud's objects that the fleet comparison saw
+(:mod:`reconciler.engine.fleet_plan`): a check that finds no drift remembers it, and a later
+request with the same fingerprint is dropped (the cloud is as that check saw it: no ``pulumi``
+start to learn the same again), unless the stack is known to differ. So a difference the
+comparison sees but ``pulumi refresh`` does not (a field the cloud reports in another form) costs
+one check per change of the cloud, not one per interval.
+
 Both keep the set of Services whose stack is known to differ from the cloud, which
 ``lbr_drifted_stacks`` counts; a Service that is gone, or whose stack was deleted, leaves it
 (:meth:`DriftChecks.forget`). A check that fails is logged and changes nothing; the ensure that
@@ -54,20 +61,46 @@ class DriftChecks:
         self._recorder = recorder
         self._metrics = metrics
         self._lock = threading.Lock()
-        self._requested: set[str] = set()  # keys whose stack is checked before the next ensure
+        # keys whose stack is checked before the next ensure, with the fingerprint asked with
+        self._requested: dict[str, str | None] = {}
         self._drifted: set[str] = set()  # keys whose stack is known to differ from the cloud
+        self._clean: dict[str, str] = {}  # key -> the fingerprint a check found no drift at
 
-    def request(self, key: str) -> None:
+    def request(self, key: str, fingerprint: str | None = None) -> bool:
+        """Ask for a check of ``key``'s stack at its next sync; False when none is needed: drift
+        checks are off, or ``fingerprint`` is the one a check found no drift at (and the stack
+        is not known to differ)."""
         if self.mode is DriftMode.OFF:
-            return
+            return False
         with self._lock:
-            self._requested.add(key)
+            if (
+                fingerprint is not None
+                and key not in self._drifted
+                and self._clean.get(key) == fingerprint
+            ):
+                return False
+            self._requested[key] = fingerprint
+        return True
+
+    def drifted(self) -> frozenset[str]:
+        """The keys whose stack is known to differ from the cloud now."""
+        with self._lock:
+            return frozenset(self._drifted)
 
     def forget(self, key: str) -> None:
         """The Service is gone or its stack deleted: no check, nothing drifted."""
         with self._lock:
-            self._requested.discard(key)
+            self._requested.pop(key, None)
+            self._clean.pop(key, None)
             self._mark(key, drifted=False)
+
+    def _checked(self, key: str, fingerprint: str | None, *, drifted: bool | None) -> None:
+        """Remember a check's outcome (lock held): ``fingerprint`` is clean when it found no
+        drift; anything else (drift, a failure: None) forgets it."""
+        if drifted is False and fingerprint is not None:
+            self._clean[key] = fingerprint
+        else:
+            self._clean.pop(key, None)
 
     def _mark(self, key: str, *, drifted: bool) -> bool:
         """Record whether ``key`` differs now (lock held); returns whether it did before."""
@@ -85,28 +118,37 @@ class DriftChecks:
         with self._lock:
             if key not in self._requested:
                 return False
-            self._requested.discard(key)
+            fingerprint = self._requested.pop(key)
         if self.mode is DriftMode.REPORT:
-            self._report(key, ref, service)
+            self._report(key, ref, service, fingerprint)
             return False
         try:
             drifted = self._engine.refresh(ref)
         except Exception as exc:  # the ensure that follows reports what is wrong
             _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
+            with self._lock:
+                self._checked(key, fingerprint, drifted=None)
             return False
+        with self._lock:
+            self._checked(key, fingerprint, drifted=drifted)
+            if drifted:
+                self._mark(key, drifted=True)
         if drifted:
             _log.warning("the cloud drifted from the stack; repairing", extra={"service": key})
-            with self._lock:
-                self._mark(key, drifted=True)
         return drifted
 
-    def _report(self, key: str, ref: ServiceRef, service: Mapping[str, Any]) -> None:
+    def _report(
+        self, key: str, ref: ServiceRef, service: Mapping[str, Any], fingerprint: str | None
+    ) -> None:
         try:
             report = self._engine.check_drift(ref)
         except Exception as exc:
             _log.warning("drift check failed", extra={"service": key, "error": str(exc)})
+            with self._lock:
+                self._checked(key, fingerprint, drifted=None)
             return
         with self._lock:
+            self._checked(key, fingerprint, drifted=report.drifted)
             was = self._mark(key, drifted=report.drifted)
         if report.drifted:
             _log.warning(

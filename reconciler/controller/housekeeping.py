@@ -9,12 +9,22 @@ stack is never touched by two operations at once.
   load balancer and holds none of our finalizers): logged and counted when first seen; after
   ``orphan_grace`` the controller destroys it, if its Service is still absent at that moment.
 * **Drift** (OCCM's issue #1597: a listener deleted by hand stays deleted): every stack is
-  checked once per ``drift_interval``, staggered across the interval, but a paused Service's
+  compared with the cloud once per ``drift_interval``, but a paused Service's
   (``lb-reconciler.io/reconcile: disabled``), which is no orphan either. What a check is and what
   follows is the ``drift`` mode (:mod:`.drift_plan`): ``repair`` refreshes, and a difference
   makes the following ``up`` put the cloud back; ``report`` compares without writing anything
   and tells the Service's Events and ``lbr_drifted_stacks``; ``off`` (or an interval of 0)
   checks nothing.
+
+  How: once per ``drift_interval`` a *fleet comparison* (:mod:`reconciler.engine.fleet`) lists
+  the project's objects and compares them with every stack's checkpoint, without a ``pulumi``
+  process; only the stacks it finds different (:func:`.housekeeping_plan.fleet_suspects`) get
+  their ``pulumi refresh``. Each stack still gets one once per ``drift_sweep_interval`` (a day),
+  staggered: the *sweep*, for what the comparison does not read. When the comparison cannot be
+  made (a backend whose checkpoints only the CLI reads, a listing that failed) every stack gets
+  its refresh once per ``drift_interval``, staggered, until one succeeds; so it does with a
+  ``drift_sweep_interval`` not above ``drift_interval``. At most ``max_drift_checks_per_scan``
+  checks are asked for per scan (the fleet's suspects first); the rest wait for the next scans.
 
 The first scan runs as soon as the controller starts (orphans from a time the controller was
 down are found then), the next ones every ``interval`` seconds.
@@ -31,9 +41,15 @@ from typing import Any
 
 from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.drift_plan import DriftMode
-from reconciler.controller.housekeeping_plan import drift_due, find_orphans, not_paused
+from reconciler.controller.housekeeping_plan import (
+    drift_due,
+    find_orphans,
+    fleet_suspects,
+    not_paused,
+)
 from reconciler.controller.metrics import Metrics
 from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.plan import StackInfo
 from reconciler.model import ServiceRef
 
 __all__ = ["Housekeeper", "HousekeepingSettings"]
@@ -48,9 +64,11 @@ class HousekeepingSettings:
     drift_interval: float = 3600.0  # 0 disables drift checks, whatever ``drift`` says
     max_drift_checks_per_scan: int = 10
     drift: DriftMode = DriftMode.REPAIR
+    # each stack's full refresh at least this often; not above drift_interval: no fleet comparison
+    drift_sweep_interval: float = 86400.0
 
     def __post_init__(self) -> None:
-        for name in ("interval", "orphan_grace", "drift_interval"):
+        for name in ("interval", "orphan_grace", "drift_interval", "drift_sweep_interval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"housekeeping {name} must be 0 or more seconds")
 
@@ -58,6 +76,13 @@ class HousekeepingSettings:
     def drift_mode(self) -> DriftMode:
         """The mode in effect: ``off`` when the interval is 0."""
         return DriftMode.OFF if self.drift_interval <= 0 else self.drift
+
+    @property
+    def fleet(self) -> bool:
+        """Whether drift is found by fleet comparisons (plus the sweep)."""
+        return self.drift_mode is not DriftMode.OFF and (
+            self.drift_sweep_interval > self.drift_interval
+        )
 
 
 class Housekeeper:
@@ -69,8 +94,9 @@ class Housekeeper:
         settings: HousekeepingSettings,
         controller_settings: ControllerSettings,
         request_orphan_delete: Callable[[str, ServiceRef], None],
-        request_drift_check: Callable[[str], None],
+        request_drift_check: Callable[[str, str | None], None],
         metrics: Metrics,
+        drifted: Callable[[], frozenset[str]] = frozenset,
         namespace: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -82,11 +108,16 @@ class Housekeeper:
         self._controller = controller_settings
         self._orphan = request_orphan_delete
         self._drift = request_drift_check
+        self._drifted = drifted
         self._metrics = metrics
         self._clock = clock
         self._namespaces = None if namespace is None else {namespace}
         self._first_seen: dict[str, float] = {}
         self._last_checked: dict[str, float] = {}
+        self._next_round: float | None = None  # the next fleet comparison (None: at once)
+        self._fleet_ok = False  # the last fleet comparison was made
+        self._told_unavailable = False
+        self._suspects: dict[str, str | None] = {}  # key -> fingerprint, not yet asked for
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -142,13 +173,64 @@ class Housekeeper:
             return
         stacks = not_paused(stacks, services)  # a paused Service's stack is left as it is
         by_name = {info.stack: info for info in stacks}
+        if self._settings.fleet:
+            self._fleet_round(stacks, now)
+        budget = self._settings.max_drift_checks_per_scan
+        keys = {info.key for info in stacks}
+        self._suspects = {k: f for k, f in self._suspects.items() if k in keys}
+        for key in list(self._suspects)[:budget]:
+            self._drift(key, self._suspects.pop(key))
+            budget -= 1
         scan = drift_due(
             stacks=stacks,
             last_checked=self._last_checked,
             now=now,
-            interval=self._settings.drift_interval,
-            max_per_round=self._settings.max_drift_checks_per_scan,
+            interval=(
+                self._settings.drift_sweep_interval
+                if self._fleet_ok
+                else self._settings.drift_interval
+            ),
+            max_per_round=budget,
         )
         self._last_checked = dict(scan.last_checked)
         for name in scan.due:
-            self._drift(by_name[name].key)
+            self._drift(by_name[name].key, None)
+
+    def _fleet_round(self, stacks: tuple[StackInfo, ...], now: float) -> None:
+        """Once per drift interval: compare every stack with the cloud's lists, and queue the
+        suspects (:func:`.housekeeping_plan.fleet_suspects`) for their own check."""
+        if self._next_round is not None and now < self._next_round:
+            return
+        self._next_round = now + self._settings.drift_interval
+        try:
+            report = self._engine.compare_fleet([info.stack for info in stacks])
+        except Exception as exc:  # every stack gets its own check until a comparison works
+            _log.warning(
+                "the fleet drift comparison failed; each stack gets its own drift check this "
+                "interval",
+                extra={"error": str(exc)},
+            )
+            self._metrics.fleet_compared("failed")
+            self._fleet_ok = False
+            return
+        if report is None:
+            if not self._told_unavailable:
+                self._told_unavailable = True
+                _log.info(
+                    "the backend's checkpoints are read only by the CLI: each stack gets its own "
+                    "drift check (no fleet comparison)"
+                )
+            self._metrics.fleet_compared("unavailable")
+            self._fleet_ok = False
+            return
+        suspects = fleet_suspects(stacks=stacks, verdicts=report.verdicts, drifted=self._drifted())
+        for key, fingerprint in suspects:
+            self._suspects[key] = fingerprint
+        differing = {name: v.differs[:3] for name, v in report.verdicts.items() if v.differs}
+        if differing:
+            _log.info(
+                "the fleet drift comparison found stacks that differ from the cloud; checking them",
+                extra={"count": len(differing), "stacks": dict(list(differing.items())[:20])},
+            )
+        self._metrics.fleet_compared("compared", suspects=len(suspects))
+        self._fleet_ok = True

@@ -8,6 +8,8 @@ and ``last_checked``).
 
 * :func:`find_orphans`: stacks no Service will ever clean up, destroyed after a grace period.
 * :func:`drift_due`: stacks whose periodic refresh is due, each at its own phase in the interval.
+* :func:`fleet_suspects`: after a fleet comparison (:mod:`reconciler.engine.fleet`), the stacks
+  whose ``pulumi refresh`` is still needed.
 * :func:`not_paused`: the stacks whose Service is not paused (``lb-reconciler.io/reconcile:
   disabled``), the only ones whose drift is checked; a paused Service's stack is no orphan either.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.controller.sync_plan import Action, ControllerSettings, decide
+from reconciler.engine.fleet_plan import Verdict
 from reconciler.engine.plan import StackInfo
 from reconciler.model.predicates import CLASS_FINALIZER, paused
 
@@ -30,6 +33,7 @@ __all__ = [
     "drift_due",
     "drift_phase",
     "find_orphans",
+    "fleet_suspects",
     "is_orphan",
     "not_paused",
 ]
@@ -201,3 +205,33 @@ def drift_due(
     due = tuple(names if max_per_round is None else names[:max_per_round])
     checked.update(dict.fromkeys(due, now))
     return DriftScan(due, checked)
+
+
+def fleet_suspects(
+    *,
+    stacks: Sequence[StackInfo],
+    verdicts: Mapping[str, Verdict],
+    drifted: Collection[str],
+) -> tuple[tuple[str, str | None], ...]:
+    """After a fleet comparison of ``stacks`` (``verdicts`` by stack name): the Services
+    (``namespace/name``) whose stack gets its own check now, each with the fingerprint of what
+    the comparison saw (None: nothing it could compare).
+
+    * a stack whose objects differ from its checkpoint (or are gone), or that has resources the
+      comparison does not read (``uncovered``: a managed security group);
+    * a stack without a verdict (its checkpoint could not be read);
+    * a stack known to differ from the cloud now (``drifted``, by key): in ``report`` mode its
+      check repeats the Warning while the drift lasts, and says when it is gone.
+
+    Not: stacks with an operation running or no spec hash (as :func:`drift_due`).
+    """
+    out: list[tuple[str, str | None]] = []
+    for info in stacks:
+        if info.busy or info.spec_hash is None:
+            continue
+        verdict = verdicts.get(info.stack)
+        if verdict is None:
+            out.append((info.key, None))
+        elif not verdict.same or info.key in drifted:
+            out.append((info.key, verdict.fingerprint if not verdict.uncovered else None))
+    return tuple(out)

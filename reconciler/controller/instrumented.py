@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from reconciler.controller.backend import LoadBalancerEngine
 from reconciler.controller.metrics import Metrics
 from reconciler.engine.errors import NotLeaderError
+from reconciler.engine.fleet_plan import FleetReport
 from reconciler.engine.plan import StackInfo, stack_name
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -148,6 +149,9 @@ class InstrumentedEngine:
 
     def stacks(self) -> Sequence[StackInfo]:
         return self._engine.stacks()
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        return self._engine.compare_fleet(stacks)
 
     def cancel(self) -> None:
         self._engine.cancel()

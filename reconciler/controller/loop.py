@@ -195,6 +195,7 @@ class Controller:
                 controller_settings=self._settings,
                 request_orphan_delete=self.request_orphan_delete,
                 request_drift_check=self.request_drift_check,
+                drifted=self._sync.drift.drifted,
                 metrics=self.metrics,
                 namespace=namespace,
             )
@@ -253,10 +254,11 @@ class Controller:
         self._sync.request_orphan_delete(key, ref)
         self.queue.add(key)
 
-    def request_drift_check(self, key: str) -> None:
-        """Check the stack of ``key`` for drift before its next ensure (:mod:`.drift`)."""
-        self._sync.request_drift_check(key)
-        self.queue.add(key)
+    def request_drift_check(self, key: str, fingerprint: str | None = None) -> None:
+        """Check the stack of ``key`` for drift before its next ensure (:mod:`.drift`), unless a
+        check already found none at this ``fingerprint`` of the cloud."""
+        if self._sync.request_drift_check(key, fingerprint):
+            self.queue.add(key)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

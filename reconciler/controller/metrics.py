@@ -20,6 +20,10 @@ Metrics (all names prefixed ``lbr_``; see docs/operations.md for queries):
 * ``lbr_orphan_stacks_deleted_total``: orphaned stacks destroyed;
 * ``lbr_drift_checks_total{drifted}``: refreshes comparing cloud and stack (``true``/``false``);
 * ``lbr_drift_repaired_total``: drifted stacks brought back to their spec by an ``up``;
+* ``lbr_drift_fleet_comparisons_total{result}``: fleet comparisons of every stack with the
+  cloud's lists (``compared``; ``failed``: a listing failed; ``unavailable``: the backend's
+  checkpoints are read only by the CLI), once per drift interval;
+* ``lbr_drift_fleet_suspects_total``: stacks a fleet comparison sent to their own check;
 * ``lbr_drifted_stacks``: stacks known to differ from the cloud now (``--drift=report``: from a
   check that found drift until one that finds none; ``repair``: until the ``up`` that repairs);
 * ``lbr_leader``: 1 while this replica holds the leader lease, else 0;
@@ -81,6 +85,7 @@ STACK_KINDS = (
 )
 STACK_RESULTS = ("success", "error")
 DRIFT = ("true", "false")
+FLEET_RESULTS = ("compared", "failed", "unavailable")
 FENCED_AT = ("sync", "operation")
 
 # The classic text format (0.0.4) that every Prometheus version scrapes. generate_latest writes
@@ -180,6 +185,18 @@ class Metrics:
             ["drifted"],
             registry=r,
         )
+        self._fleet = Counter(
+            "lbr_drift_fleet_comparisons_total",
+            "Fleet comparisons of every stack with the cloud's lists, by result (compared, "
+            "failed, unavailable).",
+            ["result"],
+            registry=r,
+        )
+        self._fleet_suspects = Counter(
+            "lbr_drift_fleet_suspects_total",
+            "Stacks a fleet comparison sent to their own drift check.",
+            registry=r,
+        )
         self._drift_repaired = Counter(
             "lbr_drift_repaired_total",
             "Drifted stacks brought back to their spec by an up.",
@@ -223,6 +240,8 @@ class Metrics:
                 self._stack_ops.labels(kind, result)
         for drifted in DRIFT:
             self._drift_checks.labels(drifted)
+        for result in FLEET_RESULTS:
+            self._fleet.labels(result)
 
     # -- work --------------------------------------------------------------------------------
 
@@ -267,6 +286,10 @@ class Metrics:
 
     def drift_checked(self, drifted: bool) -> None:
         self._drift_checks.labels("true" if drifted else "false").inc()
+
+    def fleet_compared(self, result: str, *, suspects: int = 0) -> None:
+        self._fleet.labels(_check("fleet comparison result", result, FLEET_RESULTS)).inc()
+        self._fleet_suspects.inc(suspects)
 
     def drift_repaired(self) -> None:
         self._drift_repaired.inc()

@@ -137,8 +137,8 @@ class ServiceSync:
         with self._lock:
             self._orphans[key] = ref
 
-    def request_drift_check(self, key: str) -> None:
-        self.drift.request(key)
+    def request_drift_check(self, key: str, fingerprint: str | None = None) -> bool:
+        return self.drift.request(key, fingerprint)
 
     def sync(self, key: str, service: Mapping[str, Any] | None) -> SyncOutcome:
         """Carry out what :func:`.sync_plan.decide` says for ``service`` (None: it is gone)."""

@@ -23,6 +23,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   replayed, what could not be checked); :mod:`.sandbox`: previews on a throw-away copy of the
   stacks, so that the backend is only read (above :mod:`.stack`, which it uses);
 * :mod:`.drift`: the drift check that writes nothing (``refresh --preview-only``);
+* :mod:`.fleet`: every stack's checkpoint against the project's objects, listed once, with no
+  ``pulumi`` process; :mod:`.fleet_plan` the comparison (pure);
 * :mod:`.recovery`: pending creates, torn sidecars, hanging ``pulumi`` children;
   :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;
   :mod:`.program_channels`: each inline program's gRPC connections its own;

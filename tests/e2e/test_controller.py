@@ -16,7 +16,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from reconciler.controller.kubeconfig import api_client
 from reconciler.controller.loop import Controller
 from reconciler.controller.queue import Backoff
 from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.fleet_plan import FleetReport
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.local.plane import LocalControlPlane
@@ -129,6 +130,9 @@ class RecordingEngine:
 
     def stacks(self) -> list[StackInfo]:
         return []
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        return None  # as a backend the CLI alone reads: every stack gets its own check
 
     def cancel(self) -> None:
         pass

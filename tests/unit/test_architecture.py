@@ -223,6 +223,7 @@ PURE = [
     "reconciler.engine.adopt.ownership",
     "reconciler.engine.adopt.preview",
     "reconciler.engine.results",
+    "reconciler.engine.fleet_plan",
     "reconciler.controller.drift_plan",
     "reconciler.controller.conditions",
     "reconciler.engine.state.retention",

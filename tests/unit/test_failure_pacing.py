@@ -35,6 +35,7 @@ from reconciler.engine.errors import (
     UpTimeoutError,
     engine_error,
 )
+from reconciler.engine.fleet_plan import FleetReport
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import DriftReport, EnsureResult
 from reconciler.model import FINALIZER, LoadBalancerSpec, ServiceRef
@@ -130,6 +131,9 @@ class FailingEngine:
 
     def stacks(self) -> list[StackInfo]:
         return []
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        return None  # as a backend the CLI alone reads: every stack gets its own check
 
     def cancel(self) -> None:
         pass

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from reconciler.controller.instrumented import InstrumentedEngine
 from reconciler.controller.metrics import Metrics
+from reconciler.engine.fleet_plan import FleetReport
 from reconciler.engine.plan import StackInfo
 from reconciler.engine.results import DriftedResource, DriftReport, EnsureResult
 from reconciler.model import LoadBalancerSpec, ServiceRef
@@ -43,6 +46,9 @@ class FakeEngine:
 
     def stacks(self) -> list[StackInfo]:
         return []
+
+    def compare_fleet(self, stacks: Sequence[str]) -> FleetReport | None:
+        return None  # as a backend the CLI alone reads: every stack gets its own check
 
     def cancel(self) -> None:
         pass

@@ -112,6 +112,10 @@ class OpenStackRest:
         service, path, _one = _PATHS[kind]
         return list(self.cloud.pages(service, path, kind.replace("-", "_"), params=params))
 
+    def every(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of collection ``kind`` the project can see (every page)."""
+        return self._list(kind)
+
     def find_ids(self, *, type_token: str, find_by: dict[str, str]) -> list[str] | None:
         """IDs of the objects of this type matching ``find_by``; None if the type is unknown.
 
