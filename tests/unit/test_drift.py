@@ -253,3 +253,62 @@ def test_off_takes_no_requests() -> None:
     drift.request(KEY)
     assert drift.check(KEY, REF, SVC) is False
     assert cloud.calls == []
+
+
+# -- a fleet comparison's fingerprint: a check is not repeated for the same cloud -------------
+
+
+def test_a_clean_check_is_not_repeated_for_the_same_fingerprint() -> None:
+    drift, cloud, _recorded, _metrics = checks(DriftMode.REPAIR)
+    assert drift.request(KEY, "fp-1") is True
+    assert drift.check(KEY, REF, SVC) is False  # no drift found
+    assert drift.request(KEY, "fp-1") is False  # the cloud is as that check saw it
+    assert drift.check(KEY, REF, SVC) is False
+    assert cloud.calls == ["refresh"]
+    assert drift.request(KEY, "fp-2") is True  # the cloud changed since
+    drift.check(KEY, REF, SVC)
+    assert drift.request(KEY) is True  # the sweep's: no fingerprint, always checked
+    drift.check(KEY, REF, SVC)
+    assert cloud.calls == ["refresh"] * 3
+
+
+def test_a_check_that_found_drift_or_failed_is_repeated_for_the_same_fingerprint() -> None:
+    drift, cloud, _recorded, _metrics = checks(DriftMode.REPAIR)
+    cloud.refreshed_drift = True
+    drift.request(KEY, "fp-1")
+    assert drift.check(KEY, REF, SVC) is True
+    assert drift.request(KEY, "fp-1") is True
+
+    def fail(service: ServiceRef) -> bool:
+        raise RuntimeError("the cloud answered 503")
+
+    cloud.refresh = fail  # type: ignore[method-assign]
+    drift.check(KEY, REF, SVC)
+    assert drift.request(KEY, "fp-1") is True  # the failed check proved nothing
+
+
+def test_report_mode_keeps_checking_a_drifted_stack_at_the_same_fingerprint() -> None:
+    """While the drift lasts the Warning repeats at every interval, and its end is found."""
+    drift, cloud, recorded, _metrics = checks(DriftMode.REPORT)
+    drift.request(KEY, "fp-1")
+    drift.check(KEY, REF, SVC)  # clean at fp-1
+    cloud.report = DriftReport((LISTENER,))
+    assert drift.request(KEY, "fp-2") is True
+    drift.check(KEY, REF, SVC)
+    assert drift.drifted() == {KEY}
+    assert drift.request(KEY, "fp-2") is True  # known drifted: checked again
+    drift.check(KEY, REF, SVC)
+    assert [e.reason for e in recorded.events] == ["DriftDetected", "DriftDetected"]
+    cloud.report = DriftReport()
+    assert drift.request(KEY, "fp-1") is True  # clean before, but drifted since: checked
+    drift.check(KEY, REF, SVC)
+    assert recorded.events[-1] == DRIFT_RESOLVED
+    assert drift.request(KEY, "fp-1") is False
+
+
+def test_a_service_gone_forgets_its_clean_fingerprint() -> None:
+    drift, _cloud, _recorded, _metrics = checks(DriftMode.REPAIR)
+    drift.request(KEY, "fp-1")
+    drift.check(KEY, REF, SVC)
+    drift.forget(KEY)
+    assert drift.request(KEY, "fp-1") is True

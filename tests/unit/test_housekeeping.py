@@ -15,9 +15,11 @@ from reconciler.controller.housekeeping_plan import (
     drift_due,
     drift_phase,
     find_orphans,
+    fleet_suspects,
     is_orphan,
 )
 from reconciler.controller.sync_plan import ControllerSettings
+from reconciler.engine.fleet_plan import Verdict
 from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER
 from reconciler.model.predicates import CLASS_FINALIZER
@@ -442,3 +444,32 @@ def test_the_limit_defers_but_loses_nothing(names: list[str], limit: int) -> Non
     assert all(len(r) <= limit for r in rounds)
     checked = Counter(name for r in rounds for name in r)
     assert set(checked) == {s.stack for s in stacks}  # nobody starves
+
+
+# -- after a fleet comparison: which stacks still get their own check --------------------------
+
+
+def test_fleet_suspects_are_the_stacks_that_differ_or_were_not_compared() -> None:
+    same, differs, uncovered, unread, drifted = (
+        stack(n) for n in ("same", "differs", "sg", "unread", "drifted")
+    )
+    busy, fresh = stack("busy", busy=True), stack("fresh", spec_hash=None)
+    verdicts = {
+        same.stack: Verdict(fingerprint="f-same"),
+        differs.stack: Verdict(differs=("listener L: connection_limit ...",), fingerprint="f-d"),
+        uncovered.stack: Verdict(uncovered=("openstack:networking/secGroup:SecGroup",)),
+        drifted.stack: Verdict(fingerprint="f-drifted"),
+        busy.stack: Verdict(differs=("x",), fingerprint="f-busy"),
+        fresh.stack: Verdict(differs=("x",), fingerprint="f-fresh"),
+    }
+    found = fleet_suspects(
+        stacks=[same, differs, uncovered, unread, drifted, busy, fresh],
+        verdicts=verdicts,
+        drifted={drifted.key},
+    )
+    assert found == (
+        (differs.key, "f-d"),
+        (uncovered.key, None),  # not fully compared: no fingerprint to skip a check by
+        (unread.key, None),
+        (drifted.key, "f-drifted"),  # known drifted: checked while it lasts
+    )
