@@ -611,3 +611,42 @@ def test_a_listener_deleted_by_hand_comes_back(cluster: Cluster, emu: EmulatorHa
     c.kube.request(method="DELETE", path=c.svc_path("drifty"))
     eventually(lambda: c.gone("drifty"), what="drifty deleted")
     assert c.cloud.created() == {}
+
+
+def test_a_quiet_stack_gets_no_refresh_and_a_member_removed_by_hand_comes_back(
+    cluster: Cluster, emu: EmulatorHandle
+) -> None:
+    """Drift found by the fleet comparison: while nothing changes, the controller compares
+    every interval and starts no ``pulumi refresh`` (the sweep is an hour away); a member removed
+    by hand is found at the next comparison and put back."""
+    c = cluster
+    proc = c.controller(
+        args=[*FAST_LEASE, "--drift-interval", "2", "--drift-sweep-interval", "3600"]
+    )
+    c.create("quiet")
+    eventually(lambda: c.ingress_ip("quiet"), what="an EXTERNAL-IP")
+
+    def compared() -> float:
+        return proc.metric("lbr_drift_fleet_comparisons_total", result="compared")
+
+    start = compared()
+    eventually(lambda: compared() >= start + 3, what="three fleet comparisons", timeout=120)
+    for result in ("success", "error"):
+        assert proc.metric("lbr_stack_operations_total", kind="refresh", result=result) == 0
+    assert proc.metric("lbr_drift_fleet_suspects_total") == 0
+
+    (lb,) = c.lbs_named("quiet")
+    (pool,) = [p for p in c.cloud.inventory()["pools"] if p["loadbalancers"] == [{"id": lb["id"]}]]
+    gone = pool["members"][0]["id"]
+    before = c.members("quiet")
+    connect(emu.topology()).load_balancer.delete_member(gone, pool["id"])  # by hand, as a user
+    eventually(
+        lambda: proc.metric("lbr_drift_repaired_total") >= 1, what="drift repaired", timeout=120
+    )
+    assert proc.metric("lbr_drift_fleet_suspects_total") >= 1
+    assert proc.metric("lbr_stack_operations_total", kind="refresh", result="success") >= 1
+    assert c.members("quiet") == before  # put back
+    assert c.event("quiet", "DriftRepaired") is not None
+    c.kube.request(method="DELETE", path=c.svc_path("quiet"))
+    eventually(lambda: c.gone("quiet"), what="quiet deleted")
+    assert c.cloud.created() == {}
