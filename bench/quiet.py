@@ -10,7 +10,8 @@ Three phases on one set of Services, created through the controller (setup, not 
    defaults (24 intervals), for the same window. The drift checks' CPU per interval is the
    window's CPU minus the base rate times its length, divided by the intervals in it;
 3. **change**: one listener's ``connection_limit`` changed by hand (openstacksdk, as a person
-   would); the time until the controller has put it back (``--drift=repair``).
+   would); the time until a drift check found it (``lbr_drift_checks_total{drifted="true"}``)
+   and until the controller has put it back (``--drift=repair``).
 
 ``idle_cpu_seconds_per_service_hour`` is one hour of the base rate plus one interval's drift
 checks (at the default ``--drift-interval``, one hour, each Service is checked once an hour),
@@ -69,8 +70,11 @@ def _listener_of(conn: Any, service: str) -> Any:
     lbs = list(conn.load_balancer.load_balancers(name=lb_name))
     if len(lbs) != 1:
         raise RuntimeError(f"expected one load balancer {lb_name}, found {len(lbs)}")
-    listeners = list(conn.load_balancer.listeners(loadbalancer_id=lbs[0].id))
-    return listeners[0]
+    # openstacksdk sends no load balancer filter for listeners: match on each one's parents
+    owned = [li for li in conn.load_balancer.listeners() if {"id": lbs[0].id} in li.load_balancers]
+    if not owned:
+        raise RuntimeError(f"load balancer {lb_name} has no listener")
+    return owned[0]
 
 
 def hand_change(env: Environment, service: str, *, interval: float) -> dict[str, Any]:
@@ -79,31 +83,42 @@ def hand_change(env: Environment, service: str, *, interval: float) -> dict[str,
     try:
         listener = _listener_of(conn, service)
         repaired_before = metric_sum(env.metrics(), "lbr_drift_repaired_total")
+        checks_before = _checks(env)
         was = listener.connection_limit
         started = time.monotonic()
         conn.load_balancer.update_listener(listener.id, connection_limit=CHANGED_LIMIT)
+        found_at: list[float] = []
 
         def put_back() -> bool:
+            if not found_at and _checks(env) > checks_before:  # the check that finds it ran
+                found_at.append(time.monotonic() - started)
             now = conn.load_balancer.get_listener(listener.id).connection_limit
             return bool(now == was)
 
-        found = True
+        restored = True
         try:
-            wait_for(put_back, what="the listener put back", timeout=3 * interval, every=1.0)
+            wait_for(put_back, what="the listener put back", timeout=3 * interval, every=0.5)
         except TimeoutError:
-            found = False
+            restored = False
         seconds = time.monotonic() - started
         repaired = metric_sum(env.metrics(), "lbr_drift_repaired_total") - repaired_before
     finally:
         conn.close()
+    found = found_at[0] if found_at else seconds if restored else None
     return {
         "service": service,
         "changed": f"connection_limit {was} -> {CHANGED_LIMIT}",
-        "put_back": found,
+        "found_seconds": found,
+        "put_back": restored,
         "seconds": seconds,
         "drift_repaired": repaired,
-        "within_one_interval": found and seconds <= interval,
+        "within_one_interval": found is not None and found <= interval,
     }
+
+
+def _checks(env: Environment) -> float:
+    """Drift checks that found drift so far."""
+    return metric_sum(env.metrics(), "lbr_drift_checks_total", drifted="true")
 
 
 def scenario_6(

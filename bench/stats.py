@@ -208,7 +208,7 @@ def check_targets(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         add("idle CPU s per Service-hour", "<= 0.05", idle, None if idle is None else idle <= 0.05)
         change = quiet.get("hand_change") or {}
         within = change.get("within_one_interval")
-        add("a hand change put back", "within one interval", change.get("seconds"), within)
+        add("a hand change found", "within one interval", change.get("found_seconds"), within)
     if scenario == 5:
         for side in ("controller", "baseline"):
             left = (result.get(side) or {}).get("orphans")

@@ -138,7 +138,15 @@ class Housekeeper:
                 self.scan()
             except Exception:  # the next scan retries; a failing scan must not end the thread
                 _log.exception("housekeeping scan failed")
-            self._stop.wait(self._settings.interval)
+            self._stop.wait(self._until_next_scan())
+
+    def _until_next_scan(self) -> float:
+        """The scan interval, or less when the next fleet comparison is due sooner: a change
+        made by hand is found within one drift interval, not one plus a scan interval."""
+        wait = self._settings.interval
+        if self._settings.fleet and self._next_round is not None:
+            wait = min(wait, max(0.0, self._next_round - self._clock()))
+        return wait
 
     def scan(self) -> None:
         """One pass: list the stacks, request orphan deletions and drift checks that are due."""
