@@ -46,8 +46,10 @@ def compare_fleet(engine: EngineContext, stacks: Sequence[str]) -> FleetReport |
         return None
     recorded: dict[str, list[Mapping[str, Any]]] = {}
     unread: list[str] = []
+    keys = store.checkpoint_keys()
     for name in stacks:
-        deployment = store.deployment(name)
+        key = keys.get(name)
+        deployment = store.deployment(name, key=key) if key is not None else None
         resources = (deployment or {}).get("resources")
         if not isinstance(resources, list):
             unread.append(name)

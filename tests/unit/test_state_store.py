@@ -359,6 +359,29 @@ def test_the_checkpoint_is_read_where_the_cli_reads_it(tmp_path: Path) -> None:
     assert store.read_checkpoint("c.ns.web") is None  # newest is zstd: this code does not read it
 
 
+def test_every_checkpoint_key_from_one_listing_is_the_one_read_stack_by_stack(
+    tmp_path: Path,
+) -> None:
+    """checkpoint_keys (the fleet comparison's one listing) picks as checkpoint_key does: the
+    newest suffix, the last listed on a tie; names with dots; backups and history ignored."""
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    doc = {"version": 3, "checkpoint": {}}
+    times = {"c.ns.a": (1000, 2000), "c.ns.b": (3000, 3000), "c.ns.web.v2": (2000, 1000)}
+    for stack, (plain_at, packed_at) in times.items():
+        os.utime(_checkpoint_file(store, stack, ".json", doc), (plain_at, plain_at))
+        os.utime(_checkpoint_file(store, stack, ".json.gz", doc), (packed_at, packed_at))
+    _checkpoint_file(store, "c.ns.only", ".json", doc)
+    _checkpoint_file(store, "c.ns.a", ".json.bak", doc)
+    _checkpoint_file(store, "c.ns.a/history", ".json", doc)  # not a stack of the folder
+    keys = store.checkpoint_keys()
+    assert keys == {name: store.checkpoint_key(name) for name in store.stack_names()}
+    assert sorted(keys) == ["c.ns.a", "c.ns.b", "c.ns.only", "c.ns.web.v2"]
+    prefix = store.stacks_prefix()
+    assert keys["c.ns.a"] == f"{prefix}c.ns.a.json.gz"
+    assert keys["c.ns.b"] == f"{prefix}c.ns.b.json.gz"  # a tie: the last listed
+    assert keys["c.ns.web.v2"] == f"{prefix}c.ns.web.v2.json"
+
+
 def test_a_deployment_is_written_over_the_checkpoint_it_was_read_from_only(tmp_path: Path) -> None:
     store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
     _checkpoint_file(store, "c.ns.web", ".json", {"version": 3, "checkpoint": {"latest": {"n": 1}}})

@@ -6,9 +6,12 @@ them; no other module uses what is here (see its docstring for the layout).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reconciler.engine.state.bucket import StoredObject
 
 __all__ = [
     "CHECKPOINT_SUFFIXES",
@@ -20,6 +23,7 @@ __all__ = [
     "TAGS_SUFFIX",
     "TAGS_VERSION",
     "Checkpoint",
+    "newest_checkpoint",
     "parse_tags_file",
 ]
 
@@ -71,3 +75,14 @@ class Checkpoint:
         inner = self.document.get("checkpoint")
         latest = inner.get("latest") if isinstance(inner, dict) else None
         return latest if isinstance(latest, dict) else None
+
+
+def newest_checkpoint(objs: Iterable[StoredObject], base: str) -> str | None:
+    """The key the CLI reads the checkpoint ``base`` (the stacks' folder and a stack's name)
+    from: the newest of ``.json``, ``.json.gz`` and ``.json.zst`` among ``objs`` (listed in key
+    order; on a tie the last listed: ``stackPath``); None when there is none."""
+    best = None
+    for obj in objs:
+        if obj.key[len(base) :] in SUFFIXES and (best is None or obj.modified >= best.modified):
+            best = obj
+    return best.key if best is not None else None

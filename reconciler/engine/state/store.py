@@ -50,10 +50,10 @@ from reconciler.engine.state.layout import (
     META_V1,
     ORGANIZATION,
     ROOT,
-    SUFFIXES,
     TAGS_SUFFIX,
     TAGS_VERSION,
     Checkpoint,
+    newest_checkpoint,
     parse_tags_file,
 )
 from reconciler.engine.state.lock_plan import LockRecord, parse_lock
@@ -276,18 +276,25 @@ class StateStore:
         ``.json.gz`` and ``.json.zst`` (on a tie the last listed: pulumi's ``stackPath``); None
         when there is none."""
         base = f"{self.stacks_prefix()}{stack}"
-        found = [o for o in self.bucket.list(base + ".json") if o.key[len(base) :] in SUFFIXES]
-        best = None
-        for obj in found:  # sorted by key, as the CLI's listing
-            if best is None or obj.modified >= best.modified:
-                best = obj
-        return best.key if best is not None else None
+        return newest_checkpoint(self.bucket.list(base + ".json"), base)
 
-    def read_checkpoint(self, stack: str) -> Checkpoint | None:
-        """The stack's checkpoint as the CLI would read it (:meth:`checkpoint_key`), with the
-        version a conditional write compares; None when there is none, or it is
-        zstd-compressed (which this code does not read) or not a JSON object."""
-        key = self.checkpoint_key(stack)
+    def checkpoint_keys(self) -> dict[str, str]:
+        """Every stack's checkpoint object, as :meth:`checkpoint_key` picks it, from one
+        listing of the stacks' folder (instead of one per stack)."""
+        prefix = self.stacks_prefix()
+        found: dict[str, list[StoredObject]] = {}
+        for obj in self.bucket.list(prefix):
+            rest = obj.key[len(prefix) :]
+            for end in CHECKPOINT_SUFFIXES:  # a key ends with one of them at most
+                if rest.endswith(end) and rest != end and "/" not in rest:
+                    found.setdefault(rest[: -len(end)], []).append(obj)
+        return {name: newest_checkpoint(objs, prefix + name) or "" for name, objs in found.items()}
+
+    def read_checkpoint(self, stack: str, *, key: str | None = None) -> Checkpoint | None:
+        """The stack's checkpoint as the CLI would read it (:meth:`checkpoint_key`, or ``key``
+        from :meth:`checkpoint_keys`), with the version a conditional write compares; None
+        when there is none, or it is zstd-compressed (not read here) or not a JSON object."""
+        key = key if key is not None else self.checkpoint_key(stack)
         if key is None or key.endswith(".zst"):
             return None
         got = self.bucket.read_versioned(key)
@@ -303,15 +310,14 @@ class StateStore:
         return Checkpoint(key=key, version=version, raw=raw, document=document)
 
     def checkpoint(self, stack: str) -> dict[str, Any] | None:
-        """The stack's checkpoint document (``{"version": 3, "checkpoint": {...}}``), as
-        :meth:`read_checkpoint` reads it; None as there."""
+        """The checkpoint document (``{"version": 3, ...}``) :meth:`read_checkpoint` reads."""
         read = self.read_checkpoint(stack)
         return read.document if read is not None else None
 
-    def deployment(self, stack: str) -> dict[str, Any] | None:
+    def deployment(self, stack: str, *, key: str | None = None) -> dict[str, Any] | None:
         """The stack's latest deployment, as ``pulumi stack export`` prints it (resources,
         pending operations); None when the checkpoint cannot be read here or has none."""
-        read = self.read_checkpoint(stack)
+        read = self.read_checkpoint(stack, key=key)
         return read.deployment if read is not None else None
 
     def write_deployment(
