@@ -17,10 +17,11 @@ What lives here (``X_plan``: pure decisions; the others carry them out):
   :mod:`.drift`: the checks, carried out in the Services' syncs;
 * :mod:`.backend`: what the controller needs from the engine (a Protocol) and how it reads
   engine failures; :mod:`.instrumented`: the engine timed and counted;
-* :mod:`.events`, :mod:`.lease`, :mod:`.queue`, :mod:`.watch`: Events, leader election, the
-  work queue, list+watch into stores; :mod:`.lease_holders`: who held the Lease, recorded in it
-  (pure), which tells the leader its cluster's stack locks from a person's; :mod:`.leadership`:
-  whether this process may write now, and what it knows of its term;
+* :mod:`.events`, :mod:`.lease`, :mod:`.queue`, :mod:`.watch`: Events, leader election (its
+  decisions pure in :mod:`.lease_plan`), the work queue, list+watch into stores;
+  :mod:`.lease_holders`: who held the Lease, recorded in it (pure), which tells the leader its
+  cluster's stack locks from a person's; :mod:`.leadership`: whether this process may write
+  now, and what it knows of its term;
 * :mod:`.kubeapi`: raw JSON calls to the Kubernetes API; :mod:`.kubeconfig`: API clients from a
   kubeconfig or the in-cluster account;
 * :mod:`.health`, :mod:`.metrics`, :mod:`.logs`: probes, Prometheus metrics, log output;

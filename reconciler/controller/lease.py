@@ -1,8 +1,9 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, after client-go's ``leaderelection``.
 
-Decisions are pure (:func:`decide`, :func:`release_body`, :func:`validate_timings`): they take the
-Lease as the API returned it (``None`` when absent), our identity, what we observed before and the
-time, and say what to write. :class:`LeaderElector` is the thin I/O loop around them.
+Decisions are pure (:mod:`.lease_plan`: :func:`decide`, :func:`release_body`,
+:func:`validate_timings`): they take the Lease as the API returned it (``None`` when absent), our
+identity, what we observed before and the time, and say what to write. :class:`LeaderElector`
+is the thin I/O loop around them.
 
 The algorithm (``tryAcquireOrRenew`` in client-go), run by every candidate:
 
@@ -48,23 +49,25 @@ thread and must return promptly (start threads). Give the elector a :class:`Kube
 from __future__ import annotations
 
 import logging
-import math
 import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
-from reconciler.controller.lease_holders import (
-    HOLDERS,
-    Holder,
-    holders_json,
-    holders_of,
-    with_holder,
+from reconciler.controller.lease_holders import HOLDERS, Holder, holders_of
+from reconciler.controller.lease_plan import (
+    JITTER_FACTOR,
+    Action,
+    Decision,
+    LeaseRecord,
+    Observation,
+    decide,
+    micro_time,
+    release_body,
+    validate_timings,
 )
 
 __all__ = [
@@ -83,152 +86,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-JITTER_FACTOR = 1.2  # client-go's JitterFactor: waits between candidate polls are [1, 2.2) x retry
-
-
-def validate_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
-    """client-go's ``NewLeaderElector`` checks; raises ValueError naming the broken rule."""
-    if lease_duration < 1:
-        raise ValueError(f"lease_duration must be at least 1 second, got {lease_duration}")
-    if renew_deadline <= 0 or retry_period <= 0:
-        raise ValueError("renew_deadline and retry_period must be greater than zero")
-    if lease_duration <= renew_deadline:
-        raise ValueError(
-            f"lease_duration ({lease_duration}) must be greater than "
-            f"renew_deadline ({renew_deadline})"
-        )
-    if renew_deadline <= JITTER_FACTOR * retry_period:
-        raise ValueError(
-            f"renew_deadline ({renew_deadline}) must be greater than "
-            f"retry_period x {JITTER_FACTOR} ({JITTER_FACTOR * retry_period:g})"
-        )
-
-
-def micro_time(when: datetime) -> str:
-    """A Kubernetes MicroTime: RFC 3339 in UTC with microseconds."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True)
-class LeaseRecord:
-    """The Lease's spec fields that make up client-go's LeaderElectionRecord."""
-
-    holder: str = ""
-    duration_seconds: int = 0
-    acquire_time: str | None = None
-    renew_time: str | None = None
-    transitions: int = 0
-
-    @classmethod
-    def of(cls, lease: Mapping[str, Any]) -> LeaseRecord:
-        spec = lease.get("spec") or {}
-        return cls(
-            holder=str(spec.get("holderIdentity") or ""),
-            duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def spec(self) -> dict[str, Any]:
-        return {
-            "holderIdentity": self.holder,
-            "leaseDurationSeconds": self.duration_seconds,
-            "acquireTime": self.acquire_time,
-            "renewTime": self.renew_time,
-            "leaseTransitions": self.transitions,
-        }
-
-
-@dataclass(frozen=True)
-class Observation:
-    """The last record we saw, since when (local monotonic time), at which resourceVersion."""
-
-    record: LeaseRecord
-    seen_at: float
-    resource_version: str
-
-    def expired(self, now: float) -> bool:
-        return now >= self.seen_at + self.record.duration_seconds
-
-
-class Action(Enum):
-    CREATE = "create"  # no Lease yet: POST the body
-    TAKE_OVER = "take over"  # released or expired: merge-patch the body
-    RENEW = "renew"  # ours: merge-patch the body
-    FOLLOW = "follow"  # someone else holds a live lease: write nothing
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: Action
-    observation: Observation | None  # what to remember (before our write, if any)
-    body: dict[str, Any] | None  # POST body (CREATE) or merge patch (TAKE_OVER, RENEW)
-    reason: str
-
-
-def decide(
-    lease: Mapping[str, Any] | None,
-    *,
-    name: str,
-    identity: str,
-    lease_duration: float,
-    observed: Observation | None,
-    now: float,
-    wall_now: datetime,
-    hostname: str = "",
-) -> Decision:
-    """What to do with ``lease`` (``None``: absent). ``now`` is the local monotonic time.
-    ``hostname``: what this replica's ``pulumi`` children write into stack locks; given, a
-    write also records us among the Lease's holders (:data:`HOLDERS`) when it does not yet."""
-    stamp = micro_time(wall_now)
-    duration = math.ceil(lease_duration)  # never advertise less than we rely on
-    holders = holders_of(lease)
-    added = with_holder(holders, Holder(identity, hostname)) if hostname else holders
-    annotations = {HOLDERS: holders_json(added)} if added != holders else {}
-    if lease is None:
-        mine = LeaseRecord(identity, duration, stamp, stamp, 0)
-        meta: dict[str, Any] = {"name": name}
-        if annotations:
-            meta["annotations"] = annotations
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": meta,
-            "spec": mine.spec(),
-        }
-        return Decision(Action.CREATE, None, body, "no lease")
-    record = LeaseRecord.of(lease)
-    rv = str((lease.get("metadata") or {}).get("resourceVersion") or "")
-    if observed is None or observed.record != record:
-        seen = Observation(record, now, rv)  # the clock starts when we see a change
-    else:
-        seen = Observation(record, observed.seen_at, rv)
-    if record.holder == identity:
-        action, reason = Action.RENEW, "held by us"
-        mine = LeaseRecord(identity, duration, record.acquire_time, stamp, record.transitions)
-    elif record.holder and not seen.expired(now):
-        return Decision(Action.FOLLOW, seen, None, f"held by {record.holder}, not expired")
-    else:
-        action = Action.TAKE_OVER
-        reason = f"expired (held by {record.holder})" if record.holder else "released"
-        mine = LeaseRecord(identity, duration, stamp, stamp, record.transitions + 1)
-    metadata: dict[str, Any] = {"resourceVersion": rv}
-    if annotations:
-        metadata["annotations"] = annotations
-    body = {"metadata": metadata, "spec": mine.spec()}
-    return Decision(action, seen, body, reason)
-
-
-def release_body(
-    observed: Observation | None, *, identity: str, wall_now: datetime
-) -> dict[str, Any] | None:
-    """client-go's release: empty holder, 1 s duration. ``None`` when the lease is not ours."""
-    if observed is None or observed.record.holder != identity:
-        return None
-    stamp = micro_time(wall_now)
-    record = LeaseRecord("", 1, stamp, stamp, observed.record.transitions)
-    return {"metadata": {"resourceVersion": observed.resource_version}, "spec": record.spec()}
 
 
 class LeaderElector:
@@ -264,6 +121,7 @@ class LeaderElector:
         self._hostname = hostname  # recorded among the Lease's holders (HOLDERS)
         self._holders: tuple[Holder, ...] = ()  # as the Lease named them at our last write
         self._observed: Observation | None = None
+        self._ours: dict[str, Any] | None = None  # the Lease as our last write returned it
         self._valid_until: float | None = None  # leading until then (monotonic), unless renewed
         self._extra = {"lease": f"{namespace}/{name}", "identity": identity}
 
@@ -340,6 +198,17 @@ class LeaderElector:
             return
 
     def _try_acquire_or_renew(self) -> bool:
+        # client-go's fast path: while leading, renew over the Lease our last write returned,
+        # without reading it first (half the requests); its resourceVersion fails the patch if
+        # anyone wrote since, and any failure falls back to reading the Lease
+        ours, self._ours = self._ours, None
+        if ours is not None and self.is_leader():
+            try:
+                return self._decide_and_write(ours)
+            except (KubeError, KubeUnavailableError) as exc:
+                _log.debug(
+                    "renewal without a read failed", extra={**self._extra, "error": str(exc)}
+                )
         try:
             try:
                 lease: dict[str, Any] | None = self._kube.get(self._path)
@@ -347,31 +216,37 @@ class LeaderElector:
                 if not exc.not_found:
                     raise
                 lease = None
-            decision = decide(
-                lease,
-                name=self._name,
-                identity=self._identity,
-                lease_duration=self._lease_duration,
-                observed=self._observed,
-                now=self._clock(),
-                wall_now=self._wall_clock(),
-                hostname=self._hostname,
-            )
-            self._observed = decision.observation
-            if decision.body is None:
-                _log.debug("following", extra={**self._extra, "reason": decision.reason})
-                return False
-            if decision.action is Action.CREATE:
-                written = self._kube.create(self._path.rsplit("/", 1)[0], decision.body)
-            else:
-                written = self._kube.patch(self._path, decision.body)
+            return self._decide_and_write(lease)
         except (KubeError, KubeUnavailableError) as exc:
             level = logging.DEBUG if isinstance(exc, KubeError) and exc.conflict else logging.INFO
             _log.log(level, "lease attempt failed", extra={**self._extra, "error": str(exc)})
             return False
+
+    def _decide_and_write(self, lease: Mapping[str, Any] | None) -> bool:
+        """Decide over ``lease`` (None: absent) and write what the decision says; whether we
+        hold the Lease now. Raises what the API server answered."""
+        decision = decide(
+            lease,
+            name=self._name,
+            identity=self._identity,
+            lease_duration=self._lease_duration,
+            observed=self._observed,
+            now=self._clock(),
+            wall_now=self._wall_clock(),
+            hostname=self._hostname,
+        )
+        self._observed = decision.observation
+        if decision.body is None:
+            _log.debug("following", extra={**self._extra, "reason": decision.reason})
+            return False
+        if decision.action is Action.CREATE:
+            written = self._kube.create(self._path.rsplit("/", 1)[0], decision.body)
+        else:
+            written = self._kube.patch(self._path, decision.body)
         rv = str(written.get("metadata", {}).get("resourceVersion") or "")
         self._observed = Observation(LeaseRecord.of(written), self._clock(), rv)
         self._holders = holders_of(written)
+        self._ours = written
         return True
 
     def _release(self) -> None:

@@ -225,6 +225,7 @@ PURE = [
     "reconciler.engine.results",
     "reconciler.engine.fleet_plan",
     "reconciler.controller.drift_plan",
+    "reconciler.controller.lease_plan",
     "reconciler.controller.conditions",
     "reconciler.engine.state.retention",
     "reconciler.cli.preview_plan",

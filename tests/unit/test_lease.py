@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.controller.kubeapi import KubeApi
+from reconciler.controller.kubeapi import KubeApi, KubeError
 from reconciler.controller.lease import (
     Action,
     LeaderElector,
@@ -470,3 +470,80 @@ def test_the_holders_are_read_leniently_and_kept_bounded() -> None:
         Holder("b", "h2"),
         Holder("a", "h3"),
     )
+
+
+# -- the leader renews without reading first (client-go's fast path) ---------------------------
+
+
+class LeaseServer:
+    """One Lease as the API server keeps it: a resourceVersion per write, a merge patch that
+    carries an older one is refused with 409; records each request's verb."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.rv = 0
+        self.verbs: list[str] = []
+
+    def _store(self, spec: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        self.lease = {"metadata": {"name": "lb", "resourceVersion": str(self.rv)}, "spec": spec}
+        return dict(self.lease)
+
+    def get(self, path: str) -> dict[str, Any]:
+        self.verbs.append("get")
+        if self.lease is None:
+            raise KubeError(status=404, reason="NotFound", message="leases.coordination.k8s.io")
+        return dict(self.lease)
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.verbs.append("create")
+        return self._store(dict(body["spec"]))
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.verbs.append("patch")
+        assert self.lease is not None
+        if body["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
+            raise KubeError(status=409, reason="Conflict", message="the object has been modified")
+        return self._store({**self.lease["spec"], **body["spec"]})
+
+
+def test_the_leader_renews_without_a_read_and_reads_when_that_fails() -> None:
+    server, now = LeaseServer(), [0.0]
+    elector = LeaderElector(
+        kube=cast(KubeApi, server),
+        namespace="ns",
+        name="lb",
+        identity=ME,
+        on_started_leading=lambda: None,
+        on_stopped_leading=lambda: None,
+        clock=lambda: now[0],
+        wall_clock=lambda: WALL + timedelta(seconds=now[0]),
+    )
+
+    def attempt() -> bool:  # as the elector's loops do: a success leads until the deadline
+        started = now[0]
+        ok = elector._try_acquire_or_renew()
+        if ok:
+            elector._valid_until = started + 10.0
+        return ok
+
+    assert attempt()
+    assert server.verbs == ["get", "create"]
+    for _ in range(3):
+        now[0] += 2.0
+        assert attempt()
+    assert server.verbs[2:] == ["patch", "patch", "patch"]  # renewals: no read first
+
+    # another replica wrote the Lease (a live one naming it): the renewal's patch is refused,
+    # the elector reads the Lease and follows it; it no longer holds the Lease
+    assert server.lease is not None
+    server._store({**server.lease["spec"], "holderIdentity": OTHER, "renewTime": STAMP})
+    server.verbs.clear()
+    now[0] += 2.0
+    assert not attempt()
+    assert server.verbs == ["patch", "get"]
+    server.verbs.clear()
+    now[0] += 2.0
+    elector._valid_until = None  # the elector's loop gave up leading
+    assert not attempt()
+    assert server.verbs == ["get"]  # not leading: read first

@@ -222,6 +222,7 @@ class FileBucket:
         self.root = root
         self.url = url
         self.guard: Guard = unguarded
+        self._real_root = os.path.realpath(root)  # once: a realpath per key cost most of a read
 
     def sweep_staging(self, *, older_than: float = 600.0) -> int:
         """Remove what writes cut off by a kill left in the staging folder (:data:`STAGING`)
@@ -242,10 +243,11 @@ class FileBucket:
         return cls(Path(os.path.expanduser(path)).absolute(), url=url)
 
     def _path(self, key: str) -> Path:
-        path = (self.root / key).resolve()
-        if not path.is_relative_to(self.root.resolve()):
+        """The file of ``key``; a key that leads out of the folder (``..``) is refused."""
+        path = os.path.normpath(os.path.join(self._real_root, key))
+        if os.path.commonpath((path, self._real_root)) != self._real_root:
             raise BucketError(f"key {key!r} is outside the backend {self.url}")
-        return path
+        return Path(path)
 
     def list(self, prefix: str) -> list[StoredObject]:
         # Keys are compared as strings, and only folders that can hold a match are entered. A
