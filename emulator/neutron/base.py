@@ -89,14 +89,16 @@ class NeutronBase:
                 f"Failed to parse request. Required attribute '{missing[0]}' not specified",
                 kind="HTTPBadRequest",
             )
-        project_id = str(body.get("project_id") or body.get("tenant_id") or ctx.project_id)
+        given = body.get("project_id", body.get("tenant_id"))
+        project_id = str(ctx.project_id if given is None else given)
         if project_id != ctx.project_id and not ctx.is_admin:
             raise BadRequest(
                 "Specifying 'project_id' or 'tenant_id' other than the authenticated project "
                 "in request requires admin privileges",
                 kind="HTTPBadRequest",
             )
-        self.check_quota(kind, project_id)
+        if project_id:  # an object of no project (a floating IP's own port) counts in no quota
+            self.check_quota(kind, project_id)
         now = iso(self.clock.now())
         record: Record = {"id": str(uuid.uuid4())}
         for key, default in schema.create.items():

@@ -43,10 +43,13 @@ class FloatingIps(Networks):
             raise BadRequest(
                 f"Bad floatingip request: Network {net['id']} has no subnet to allocate from.",
             )
+        # Neutron's own port of the floating IP: of no project (``tenant_id: ''``), so it counts
+        # in no project's port quota and only an admin sees it
         admin = AuthContext(user_id="neutron", project_id=net["project_id"], roles=("admin",))
         gw_port = self.create_port(
             admin,
             {
+                "project_id": "",
                 "network_id": net["id"],
                 "fixed_ips": [request] if request else None,
                 "device_owner": "network:floatingip",

@@ -127,3 +127,24 @@ def test_quota_exhaustion_is_409_over_quota(cloud: Cloud, ctx: AuthContext) -> N
         cloud.neutron.create_network(ctx, {"name": "over"})
     assert err.value.kind == "OverQuota"
     assert "['network']" in err.value.message
+
+
+def test_a_floating_ip_s_own_port_is_of_no_project_and_counts_in_no_quota(
+    cloud: Cloud, ctx: AuthContext, topo: dict[str, str]
+) -> None:
+    """As Neutron makes it (``tenant_id: ''``): a project with its port quota used up still
+    gets floating IPs, and so does one whose external network's owner has used up its own; the
+    port is seen by an admin only. (The bench's 501st floating IP was refused: the ports were
+    counted against the external network's project, whose quota is Neutron's default, 500.)"""
+    n = cloud.neutron
+    admin = AuthContext(user_id="a", project_id=ctx.project_id, roles=("admin",))
+    n.set_quota(ctx.project_id, admin, {"port": n.usage(ctx.project_id, "port")})
+    owner = n.get("network", topo["external_network_id"], admin)["project_id"]
+    n.set_quota(owner, admin, {"port": n.usage(owner, "port")})
+    fip = n.create_floatingip(ctx, {"floating_network_id": topo["external_network_id"]})
+    port = n.get("port", fip["_port"], admin)
+    assert (port["project_id"], port["device_owner"]) == ("", "network:floatingip")
+    with pytest.raises(NotFound):
+        n.get("port", fip["_port"], ctx)
+    with pytest.raises(Conflict, match=r"\['port'\]"):  # the project's own ports still count
+        n.create_port(ctx, {"network_id": topo["network_id"]})
