@@ -7,7 +7,7 @@ Three phases on one set of Services, created through the controller (setup, not 
    drift checks (watches, the Lease, the housekeeping scans);
 2. **drift**: the controller restarted with ``--drift-interval`` (short, so that the window holds
    whole intervals) and ``--drift-sweep-interval`` in the same proportion to it as their
-   defaults (24 intervals), for the same window. The drift checks' CPU per interval is the
+   defaults (``--sweep-intervals``), for the same window. The drift checks' CPU per interval is the
    window's CPU minus the base rate times its length, divided by the intervals in it;
 3. **change**: one listener's ``connection_limit`` changed by hand (openstacksdk, as a person
    would); the time until a drift check found it (``lbr_drift_checks_total{drifted="true"}``)
@@ -29,12 +29,13 @@ from bench.harness import CLUSTER, NAMESPACE, Environment, wait_for
 from bench.procfs import Sampler
 from bench.scenarios import controller_cleanup, names, timeout_for
 from bench.stats import delta, metric_sum, resources, stack_operations
+from reconciler.controller.housekeeping import HousekeepingSettings
 from reconciler.model import naming
 
-DEFAULT_DRIFT_INTERVAL = 3600.0  # lb-reconciler run --drift-interval's default
-DEFAULT_SWEEP_INTERVAL = 86400.0  # --drift-sweep-interval's default
-# the sweep keeps its default proportion to the interval: 24 intervals
-SWEEP_INTERVALS = round(DEFAULT_SWEEP_INTERVAL / DEFAULT_DRIFT_INTERVAL)
+# lb-reconciler run's --drift-interval and --drift-sweep-interval defaults
+DEFAULT_DRIFT_INTERVAL = HousekeepingSettings.drift_interval
+# the sweep in its default proportion to the interval (--sweep-intervals)
+SWEEP_INTERVALS = round(HousekeepingSettings.drift_sweep_interval / DEFAULT_DRIFT_INTERVAL)
 CHANGED_LIMIT = 4242
 
 
@@ -122,7 +123,12 @@ def _checks(env: Environment) -> float:
 
 
 def scenario_6(
-    env: Environment, *, services: int, interval: float, intervals: int
+    env: Environment,
+    *,
+    services: int,
+    interval: float,
+    intervals: int,
+    sweep_intervals: int = SWEEP_INTERVALS,
 ) -> dict[str, Any]:
     cloud_before = env.created()
     made = names("quiet", services)
@@ -135,7 +141,7 @@ def scenario_6(
     base = cpu_window(env, window)
     env.stop_controller()
 
-    sweep = interval * SWEEP_INTERVALS
+    sweep = interval * sweep_intervals
     env.start_controller(
         extra_args=["--drift-interval", str(interval), "--drift-sweep-interval", str(sweep)]
     )

@@ -84,6 +84,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         help="parallel Services of the baseline (default: --workers; OCCM's default is 1)",
     )
+    p.add_argument(
+        "--sweep-intervals",
+        type=int,
+        help="scenario 6: the controller's --drift-sweep-interval in drift intervals (default: "
+        "as the controller's defaults are)",
+    )
     p.add_argument("--out", type=Path, help="results JSON (default: bench/results/...)")
     p.add_argument("--chart", type=Path, help="scenario 2: also draw this PNG (needs matplotlib)")
     p.add_argument("--folder", type=Path, help="keep the plane, state and logs here")
@@ -158,13 +164,14 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
         if args.scenario == 3:
             return scenarios.scenario_3(env, services=args.services, repeat=args.repeat)
         if args.scenario == 6:
-            from bench.quiet import scenario_6
+            from bench.quiet import SWEEP_INTERVALS, scenario_6
 
             return scenario_6(
                 env,
                 services=args.services,
                 interval=args.drift_interval,
                 intervals=args.intervals,
+                sweep_intervals=args.sweep_intervals or SWEEP_INTERVALS,
             )
         run = scenarios.scenario_4 if args.scenario == 4 else scenarios.scenario_5
         return run(
@@ -197,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             "services": args.services if args.scenario in (3, 4, 5, 6) else 1,
             "drift_interval": args.drift_interval if args.scenario == 6 else None,
             "intervals": args.intervals if args.scenario == 6 else None,
+            "sweep_intervals": args.sweep_intervals if args.scenario == 6 else None,
             "workers": args.workers,
             "baseline_workers": args.baseline_workers,
             "backend": args.backend,

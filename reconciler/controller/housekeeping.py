@@ -114,7 +114,7 @@ class Housekeeper:
         self._namespaces = None if namespace is None else {namespace}
         self._first_seen: dict[str, float] = {}
         self._last_checked: dict[str, float] = {}
-        self._next_round: float | None = None  # the next fleet comparison (None: at once)
+        self._next_round: float | None = None  # the next fleet comparison (None: not planned)
         self._fleet_ok = False  # the last fleet comparison was made
         self._told_unavailable = False
         self._suspects: dict[str, str | None] = {}  # key -> fingerprint, not yet asked for
@@ -207,7 +207,10 @@ class Housekeeper:
     def _fleet_round(self, stacks: tuple[StackInfo, ...], now: float) -> None:
         """Once per drift interval: compare every stack with the cloud's lists, and queue the
         suspects (:func:`.housekeeping_plan.fleet_suspects`) for their own check."""
-        if self._next_round is not None and now < self._next_round:
+        if self._next_round is None:  # the first one a scan after the start: not beside the
+            # syncs of every Service that a start runs (what changed while down is found then)
+            self._next_round = now + min(self._settings.interval, self._settings.drift_interval)
+        if now < self._next_round:
             return
         self._next_round = now + self._settings.drift_interval
         try:
