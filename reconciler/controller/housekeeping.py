@@ -213,6 +213,8 @@ class Housekeeper:
         if now < self._next_round:
             return
         self._next_round = now + self._settings.drift_interval
+        if not stacks:
+            return  # nothing to compare: no listing
         try:
             report = self._engine.compare_fleet([info.stack for info in stacks])
         except Exception as exc:  # every stack gets its own check until a comparison works

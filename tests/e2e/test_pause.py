@@ -36,9 +36,14 @@ from tests.emulated import EmulatorAdmin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-# a drift check of every stack each second, scans twice as often
+# a drift check of every stack each second, scans twice as often; every check a full refresh
+# (the sweep as often: no fleet comparison), so that the request log shows the Service's own
 HOUSEKEEPING = HousekeepingSettings(
-    interval=0.5, orphan_grace=1.0, drift_interval=1.0, drift=DriftMode.REPAIR
+    interval=0.5,
+    orphan_grace=1.0,
+    drift_interval=1.0,
+    drift=DriftMode.REPAIR,
+    drift_sweep_interval=1.0,
 )
 LIMIT = "loadbalancer.openstack.org/connection-limit"
 
