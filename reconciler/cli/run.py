@@ -48,7 +48,7 @@ drift (a load balancer changed by hand, behind the stack's back): each stack is 
 the cloud once per --drift-interval (3600 s): one listing of the project's load balancers,
 listeners, pools, members, monitors and floating IPs against every stack's checkpoint, and a
 drift check only for the stacks that differ, plus one for each stack once per
---drift-sweep-interval (a day), staggered. --drift=repair (the default) refreshes
+--drift-sweep-interval (a week), staggered. --drift=repair (the default) refreshes
 the stack and runs `up`, which puts the cloud back (Event DriftRepaired); --drift=report only
 compares (`pulumi refresh --preview-only`: neither the state nor the cloud is written) and
 reports each difference, resource, property, value in the cloud and in the stack, as a Warning
@@ -221,11 +221,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--drift-sweep-interval",
         type=seconds,
-        default=86400.0,
+        default=604800.0,
         metavar="S",
-        help="also refresh each stack in full (pulumi refresh) this often, staggered, for what the "
-        "listing does not compare; not above --drift-interval: every check is a full refresh, "
-        "no listing (default: %(default)s)",
+        help="also refresh each stack in full (pulumi refresh, about 1 CPU s each) this often, "
+        "staggered, for what the listing does not compare; not above --drift-interval: every "
+        "check is a full refresh, no listing (default: %(default)s, a week)",
     )
     p.add_argument(
         "--drift",

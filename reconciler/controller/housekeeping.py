@@ -19,7 +19,7 @@ stack is never touched by two operations at once.
   How: once per ``drift_interval`` a *fleet comparison* (:mod:`reconciler.engine.fleet`) lists
   the project's objects and compares them with every stack's checkpoint, without a ``pulumi``
   process; only the stacks it finds different (:func:`.housekeeping_plan.fleet_suspects`) get
-  their ``pulumi refresh``. Each stack still gets one once per ``drift_sweep_interval`` (a day),
+  their ``pulumi refresh``. Each stack still gets one once per ``drift_sweep_interval`` (a week),
   staggered: the *sweep*, for what the comparison does not read. When the comparison cannot be
   made (a backend whose checkpoints only the CLI reads, a listing that failed) every stack gets
   its refresh once per ``drift_interval``, staggered, until one succeeds; so it does with a
@@ -64,8 +64,10 @@ class HousekeepingSettings:
     drift_interval: float = 3600.0  # 0 disables drift checks, whatever ``drift`` says
     max_drift_checks_per_scan: int = 10
     drift: DriftMode = DriftMode.REPAIR
-    # each stack's full refresh at least this often; not above drift_interval: no fleet comparison
-    drift_sweep_interval: float = 86400.0
+    # each stack's full refresh at least this often (a week: the fleet comparison reads every
+    # field the program declares, the sweep is its safety net); not above drift_interval: every
+    # check is a full refresh, no fleet comparison
+    drift_sweep_interval: float = 604800.0
 
     def __post_init__(self) -> None:
         for name in ("interval", "orphan_grace", "drift_interval", "drift_sweep_interval"):
