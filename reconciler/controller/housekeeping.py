@@ -117,7 +117,9 @@ class Housekeeper:
         self._first_seen: dict[str, float] = {}
         self._last_checked: dict[str, float] = {}
         self._next_round: float | None = None  # the next fleet comparison (None: not planned)
-        self._fleet_ok = False  # the last fleet comparison was made
+        # the last fleet comparison was made (before the first: as if it was, so that the stacks
+        # keep their sweep's slots rather than each its own check per drift interval)
+        self._fleet_ok = settings.fleet
         self._told_unavailable = False
         self._suspects: dict[str, str | None] = {}  # key -> fingerprint, not yet asked for
         self._stop = threading.Event()
