@@ -57,33 +57,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
-from reconciler.controller.lease_holders import HOLDERS, Holder, holders_of
+from reconciler.controller.lease_holders import Holder, holders_of
 from reconciler.controller.lease_plan import (
     JITTER_FACTOR,
     Action,
-    Decision,
     LeaseRecord,
     Observation,
     decide,
-    micro_time,
     release_body,
     validate_timings,
 )
 
-__all__ = [
-    "HOLDERS",
-    "JITTER_FACTOR",
-    "Action",
-    "Decision",
-    "Holder",
-    "LeaderElector",
-    "LeaseRecord",
-    "Observation",
-    "decide",
-    "micro_time",
-    "release_body",
-    "validate_timings",
-]
+__all__ = ["LeaderElector"]
 
 _log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ import pytest
 
 from reconciler.controller.kubeapi import KubeApi, KubeError, KubeUnavailableError
 from reconciler.controller.kubeconfig import api_client
-from reconciler.controller.lease import LeaderElector, LeaseRecord, Observation, decide, micro_time
+from reconciler.controller.lease import LeaderElector
+from reconciler.controller.lease_plan import LeaseRecord, Observation, decide, micro_time
 from reconciler.local.plane import LocalControlPlane
 
 pytestmark = pytest.mark.e2e

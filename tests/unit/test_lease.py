@@ -17,16 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.controller.kubeapi import KubeApi, KubeError
-from reconciler.controller.lease import (
-    Action,
-    LeaderElector,
-    LeaseRecord,
-    Observation,
-    decide,
-    micro_time,
-    release_body,
-    validate_timings,
-)
+from reconciler.controller.lease import LeaderElector
 from reconciler.controller.lease_holders import (
     HOLDERS as HOLDERS_NOTE,
 )
@@ -36,6 +27,15 @@ from reconciler.controller.lease_holders import (
     holders_json,
     holders_of,
     with_holder,
+)
+from reconciler.controller.lease_plan import (
+    Action,
+    LeaseRecord,
+    Observation,
+    decide,
+    micro_time,
+    release_body,
+    validate_timings,
 )
 
 WALL = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
