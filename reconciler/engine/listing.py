@@ -119,9 +119,10 @@ def _read_listings(store: StateStore, names: Sequence[str]) -> list[StackListing
     checkpoint is one the store does not read
     (:meth:`~reconciler.engine.state.store.StateStore.read_checkpoint`)."""
     unread = object()
+    keys = store.checkpoint_keys()  # one listing, not one per stack (None: looked up then)
 
     def read(name: str) -> StackListing | object | None:
-        checkpoint = store.read_checkpoint(name)
+        checkpoint = store.read_checkpoint(name, key=keys.get(name))
         if checkpoint is not None:
             return listing_of(name, checkpoint.deployment)
         return None if store.checkpoint_key(name) is None else unread  # None: removed meanwhile

@@ -19,25 +19,14 @@ from reconciler.engine.fleet_plan import FleetReport, Verdict
 from reconciler.engine.plan import StackInfo
 from reconciler.model import FINALIZER
 from tests.builders import make_service
+from tests.unit.test_housekeeping import stack
 
 N = 50
 SCAN, INTERVAL = 30.0, 300.0
 
 
 def info(i: int) -> StackInfo:
-    return StackInfo(
-        stack=f"c.default.web-{i:03d}",
-        namespace="default",
-        name=f"web-{i:03d}",
-        uid="uid",
-        lb_id="lb",
-        shared=False,
-        owns_lb="lb",
-        spec_hash="h",
-        last_update=None,
-        update_in_progress=False,
-        resource_count=8,
-    )
+    return stack(f"web-{i:03d}")
 
 
 @dataclass

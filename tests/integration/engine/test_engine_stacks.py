@@ -75,7 +75,7 @@ def test_stacks_lists_this_clusters_stacks(
         }
         starts.clear()
         with monkeypatch.context() as m:  # a checkpoint the store does not read: the CLI's list
-            m.setattr(StateStore, "read_checkpoint", lambda _self, _stack: None)
+            m.setattr(StateStore, "read_checkpoint", lambda _self, _stack, key=None: None)
             assert engine.stacks() == listed
             assert starts == ["stack ls"]
         all_tags = StateStore.all_tags
