@@ -42,6 +42,7 @@ examples:
   python -m bench.run --scenario 1 --profile instant --repeat 5 --out bench/results/s1-instant.json
   python -m bench.run --scenario 2 --profile instant --sizes 10,25,50,100 --chart docs/burst.png
   python -m bench.run --scenario 3 --profile instant --services 500
+  python -m bench.run --scenario 3 --profile instant --services 2000 --clone
   python -m bench.run --scenario 5 --profile cloudlike --services 50 --baseline-workers 1
   python -m bench.run --scenario 6 --profile instant --services 500 --drift-interval 300
   python -m bench.chart bench/results/s2-instant.json --out docs/burst.png
@@ -89,6 +90,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         help="scenario 6: the controller's --drift-sweep-interval in drift intervals (default: "
         "as the controller's defaults are)",
+    )
+    p.add_argument(
+        "--clone",
+        action="store_true",
+        help="scenario 3: the controller converges one Service, the others are cloned from it "
+        "(cloud objects through the APIs, stacks into the backend; bench/clone.py), not created "
+        "through the controller: 2,000 creates take over an hour on 2 cores",
     )
     p.add_argument("--out", type=Path, help="results JSON (default: bench/results/...)")
     p.add_argument("--chart", type=Path, help="scenario 2: also draw this PNG (needs matplotlib)")
@@ -162,7 +170,9 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
                 baseline_workers=args.baseline_workers,
             )
         if args.scenario == 3:
-            return scenarios.scenario_3(env, services=args.services, repeat=args.repeat)
+            return scenarios.scenario_3(
+                env, services=args.services, repeat=args.repeat, clone=args.clone
+            )
         if args.scenario == 6:
             from bench.quiet import SWEEP_INTERVALS, scenario_6
 
@@ -205,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             "drift_interval": args.drift_interval if args.scenario == 6 else None,
             "intervals": args.intervals if args.scenario == 6 else None,
             "sweep_intervals": args.sweep_intervals if args.scenario == 6 else None,
+            "clone": args.clone if args.scenario == 3 else None,
             "workers": args.workers,
             "baseline_workers": args.baseline_workers,
             "backend": args.backend,

@@ -15,12 +15,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from bench.harness import CLUSTER, NAMESPACE, Environment
+from bench.harness import CLUSTER, NAMESPACE, Environment, wait_for
 from bench.procfs import Sampler
 from bench.stats import (
     delta,
     growth_exponent,
     merge_runs,
+    metric_sum,
     orphan_count,
     ratio,
     resources,
@@ -221,13 +222,27 @@ def scenario_2(
 # -- 3: restart with N unchanged Services -----------------------------------------------------
 
 
-def scenario_3(env: Environment, *, services: int, repeat: int) -> dict[str, Any]:
+def scenario_3(
+    env: Environment, *, services: int, repeat: int, clone: bool = False
+) -> dict[str, Any]:
+    """``clone``: the controller converges the first Service only; the others are made from
+    it by :func:`bench.clone.make_fleet` (not timed)."""
     cloud_before = env.created()
     env.start_controller()
     env.wait_ready()
     made = names("steady", services)
-    env.create_services(made)
-    env.wait_ips(made, timeout=timeout_for(env, services))
+    prepared: dict[str, Any] | None = None
+    if clone:
+        env.create_services(made[:1])
+        env.wait_ips(made[:1], timeout=timeout_for(env, 1))
+        env.wait_idle(timeout=timeout_for(env, 1))
+        env.stop_controller()
+        from bench.clone import make_fleet
+
+        prepared = make_fleet(env, template=made[0], names=made[1:])
+    else:
+        env.create_services(made)
+        env.wait_ips(made, timeout=timeout_for(env, services))
     readyz, synced, cpu, ops, runs = [], [], [], [], []
     for _ in range(repeat):
         env.stop_controller()
@@ -250,10 +265,32 @@ def scenario_3(env: Environment, *, services: int, repeat: int) -> dict[str, Any
         "stack_operations": {k: sum(o[k] for o in ops) for k in ops[0]} if ops else {},
         "resources": max(runs, key=lambda r: r.get("peak_total_mib", 0)) if runs else {},
         "restarts": runs,
+        "prepared": prepared,
+        "first_fleet_comparison": first_fleet_comparison(env, services),
     }
     ctl.update(controller_cleanup(env, made, cloud_before))
     env.stop_controller()
     return {"controller": ctl}
+
+
+def first_fleet_comparison(env: Environment, services: int) -> dict[str, Any]:
+    """After the last restart: the housekeeper's first fleet drift comparison (one scan after
+    the start) and what it found; every stack that differs from the cloud is a suspect, and
+    its drift check a stack operation."""
+    key = "lbr_drift_fleet_comparisons_total"
+    wait_for(
+        lambda: metric_sum(env.metrics(), key) >= 1,
+        what="the first fleet comparison",
+        timeout=timeout_for(env, services),
+    )
+    env.wait_idle(timeout=timeout_for(env, services))
+    m = env.metrics()
+    return {
+        "comparisons": metric_sum(m, key),
+        "suspects": metric_sum(m, "lbr_drift_fleet_suspects_total"),
+        "drift_checks": metric_sum(m, "lbr_drift_checks_total"),
+        "stack_operations": stack_operations(m),
+    }
 
 
 # -- 4: one Node added ------------------------------------------------------------------------
