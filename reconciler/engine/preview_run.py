@@ -63,7 +63,8 @@ def run_preview(
 
     def on_event(event: auto.EngineEvent) -> None:
         pre = event.resource_pre_event
-        if pre is not None and pre.metadata.op.value != "same":
+        # a refresh step (--refresh) reads the cloud: what differs shows in the step after it
+        if pre is not None and pre.metadata.op.value not in ("same", "refresh"):
             steps.append(step_from_event(pre.metadata))
         said = not_checked(event)
         if said is not None and said not in unchecked:

@@ -119,6 +119,12 @@ def test_preview_of_changes_to_an_existing_service(env: Env, preview: Preview) -
         assert code == 0, out
         assert "no changes" in out
 
+        # --refresh reads the cloud first; a cloud as the stack holds it is no change (each
+        # resource's refresh step was counted as one: "7 to refresh", exit 2, for every Service)
+        code, out, _ = preview(manifest("web"), "--refresh")
+        assert code == 0, out
+        assert "no changes" in out
+
         # (1) a second port: its listener, pool, members and monitor are created
         two = [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
         code, out, _ = preview(manifest("web", ports=two))
@@ -201,6 +207,17 @@ def test_preview_of_changes_to_an_existing_service(env: Env, preview: Preview) -
         assert not stack.ensure(
             spec_for(stored_service("web", annotations=MONITOR), env.config())
         ).changed
+
+        # a listener changed by hand: only --refresh sees it, as the update that puts it back
+        conn = connect(env.topo)
+        (listener,) = conn.load_balancer.listeners(loadbalancer_id=outputs["lb_id"])
+        conn.load_balancer.update_listener(listener.id, connection_limit=7)
+        code, out, _ = preview(manifest("web"))
+        assert code == 0, out
+        code, out, _ = preview(manifest("web"), "--refresh")
+        assert code == 2, out
+        assert "1 to update" in out
+        assert "connectionLimit: 7 -> -1" in out
     finally:
         stack.delete()
 
