@@ -34,9 +34,10 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +53,7 @@ __all__ = [
     "Guard",
     "StoredObject",
     "WriteConflictError",
+    "found_by_listing",
     "is_true",
     "key_prefix",
     "redacted_url",
@@ -128,6 +130,11 @@ class Bucket(Protocol):
         """The objects whose key starts with ``prefix``, sorted by key."""
         ...
 
+    def find(self, keys: Sequence[str]) -> Sequence[StoredObject]:
+        """Those of ``keys`` that are objects, sorted by key: a look at each in a folder, one
+        listing of their common prefix where a listing is one request (:func:`found_by_listing`)."""
+        ...
+
     def read(self, key: str) -> bytes | None:
         """The object's bytes; None when there is no such object."""
         ...
@@ -159,6 +166,13 @@ class Bucket(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def found_by_listing(bucket: Bucket, keys: Sequence[str]) -> list[StoredObject]:
+    """:meth:`Bucket.find` by one listing of the keys' common prefix."""
+    wanted = set(keys)
+    prefix = os.path.commonprefix(list(keys))  # noqa: RUF071 (keys, not paths: by character)
+    return [o for o in bucket.list(prefix) if o.key in wanted] if wanted else []
 
 
 def redacted_url(url: str) -> str:
@@ -284,6 +298,18 @@ class FileBucket:
                 continue  # removed meanwhile
             modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
             out.append(StoredObject(key=key, size=st.st_size, modified=modified))
+        return sorted(out, key=lambda o: o.key)
+
+    def find(self, keys: Sequence[str]) -> Sequence[StoredObject]:
+        out = []
+        for key in keys:
+            try:
+                st = os.stat(self._file(key))
+            except OSError:
+                continue  # not there
+            if stat.S_ISREG(st.st_mode):
+                modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
+                out.append(StoredObject(key=key, size=st.st_size, modified=modified))
         return sorted(out, key=lambda o: o.key)
 
     def read(self, key: str) -> bytes | None:

@@ -17,7 +17,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -28,6 +28,7 @@ from reconciler.engine.state.bucket import (
     Guard,
     StoredObject,
     WriteConflictError,
+    found_by_listing,
     redacted_url,
     unguarded,
     url_query,
@@ -290,6 +291,9 @@ class PostgresBucket:
         )
         cut = len(self.prefix)
         return {str(k)[cut:]: self._decode(d) for k, d in rows}
+
+    def find(self, keys: Sequence[str]) -> Sequence[StoredObject]:
+        return found_by_listing(self, keys)
 
     def exists(self, key: str) -> bool:
         query = "SELECT 1 FROM {table} WHERE key = %s"

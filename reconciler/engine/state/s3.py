@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +21,7 @@ from reconciler.engine.state.bucket import (
     Guard,
     StoredObject,
     WriteConflictError,
+    found_by_listing,
     is_true,
     key_prefix,
     redacted_url,
@@ -153,6 +154,9 @@ class S3Bucket:
             return {
                 k: d for k, d in zip(keys, pool.map(self.read, keys), strict=True) if d is not None
             }
+
+    def find(self, keys: Sequence[str]) -> Sequence[StoredObject]:
+        return found_by_listing(self, keys)
 
     def exists(self, key: str) -> bool:
         head = self._s3().head_object

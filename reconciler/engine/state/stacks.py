@@ -45,6 +45,7 @@ __all__ = [
     "remove_stack",
     "remove_stack_objects",
     "rewrite_records",
+    "write_stack",
 ]
 
 # the end of a history object's name: <stack>-<time>.history.json[.gz|.zst] (or .checkpoint...)
@@ -248,6 +249,17 @@ def create_stack(store: StateStore, stack: str) -> bool:
         checkpoint = json.dumps({"version": 3, "checkpoint": {"stack": fqn}})
         store.bucket.write(f"{store.stacks_prefix()}{stack}.json", checkpoint.encode())
         return True
+
+
+def write_stack(
+    store: StateStore, stack: str, document: Mapping[str, Any], tags: Mapping[str, str]
+) -> None:
+    """Write ``stack`` whole, its checkpoint (plain, as the CLI writes one) and its tags, with
+    no lock: only for a stack no one else writes yet (bench/clone.py makes thousands so)."""
+    store.set_up()
+    data = json.dumps(document, separators=(",", ":")).encode()
+    store.bucket.write(f"{store.stacks_prefix()}{stack}.json", data)
+    store.write_tags(stack, tags)
 
 
 def copy_stack(

@@ -276,7 +276,7 @@ class StateStore:
         ``.json.gz`` and ``.json.zst`` (on a tie the last listed: pulumi's ``stackPath``); None
         when there is none."""
         base = f"{self.stacks_prefix()}{stack}"
-        return newest_checkpoint(self.bucket.list(base + ".json"), base)
+        return newest_checkpoint(self.bucket.find([base + e for e in CHECKPOINT_SUFFIXES]), base)
 
     def checkpoint_keys(self) -> dict[str, str]:
         """Every stack's checkpoint object, as :meth:`checkpoint_key` picks it, from one
