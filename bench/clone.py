@@ -29,6 +29,8 @@ import copy
 import hashlib
 import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from bench.baseline import connect
 from bench.harness import CLUSTER, NAMESPACE, SERVICES, service_body
 from reconciler.engine.plan import HASH_TAG, stack_name
+from reconciler.engine.state.stacks import write_stack
 from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.model import naming
 
@@ -313,9 +316,7 @@ def clone_stack(
     named = str(document["checkpoint"]["stack"])  # organization/<project>/<stack>
     if named.rpartition("/")[2] != stack:
         raise ValueError(f"the rewritten checkpoint is of {named}, not {stack}")
-    data = json.dumps(document, separators=(",", ":")).encode()
-    store.bucket.write(f"{store.stacks_prefix()}{stack}.json", data)
-    store.write_tags(stack, {**rewrite.apply(dict(tags)), HASH_TAG: digest})
+    write_stack(store, stack, document, {**rewrite.apply(dict(tags)), HASH_TAG: digest})
     return digest
 
 
@@ -365,4 +366,35 @@ def make_fleet(env: Environment, *, template: str, names: Sequence[str]) -> dict
     finally:
         cloner.conn.close()
         store.close()
-    return {"template": template, "clones": len(names), "seconds": time.monotonic() - started}
+    seconds = time.monotonic() - started
+    sample = sorted({names[0], names[-1]}) if names else []
+    return {
+        "template": template,
+        "clones": len(names),
+        "seconds": seconds,
+        "previewed": preview(env, sample, backend_url=url),
+    }
+
+
+def preview(env: Environment, names: Sequence[str], *, backend_url: str) -> list[str]:
+    """``lb-reconciler preview --refresh`` of these Services: the real engine, given each
+    Service's spec as the controller builds it, reads its stack and the cloud and must find
+    nothing to change (exit 0), or this raises with what it found. The names previewed."""
+    if not names:
+        return []
+    items = [env.kube.get(f"{SERVICES}/{n}") for n in names]
+    manifest = env.demo.folder / "clones.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    argv = [sys.executable, "-m", "reconciler.cli.main", "preview", "-f", str(manifest)]
+    argv += ["--refresh", "--cloud-config", str(env.demo.cloud_conf())]
+    argv += ["--state-dir", str(env.demo.state), "--backend-url", backend_url]
+    argv += ["--cluster-name", CLUSTER, "--kubeconfig", str(env.plane.kubeconfig)]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=env.demo.env, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        said = (done.stdout + done.stderr).strip()[-3000:]
+        raise RuntimeError(
+            f"lb-reconciler preview of clones {list(names)} exited {done.returncode}: {said}"
+        )
+    return list(names)

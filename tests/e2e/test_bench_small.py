@@ -1,6 +1,6 @@
-"""The CI-sized benchmark: scenarios 1 and 5 of bench/ through the real harness (its own
-kube-apiserver, the emulator with the ``instant`` profile, ``lb-reconciler run`` as a process,
-the openstacksdk baseline as a process).
+"""The CI-sized benchmark: scenarios 1, 5 and 3 (``--clone``) of bench/ through the real
+harness (its own kube-apiserver, the emulator with the ``instant`` profile, ``lb-reconciler run``
+as a process, the openstacksdk baseline as a process).
 
 Correctness only, never timing: every Service got an IP, every deleted Service was released by
 its finalizer, and neither the controller nor the baseline left a load balancer, listener, pool,
@@ -65,5 +65,32 @@ def test_deleting_five_services_leaves_no_orphan(env: Environment) -> None:
     assert_clean(ctl)
     assert base["errors"] == []
     assert_clean(base)
+    assert env.created() == {}
+    assert env.stacks() == []
+
+
+def test_services_cloned_from_a_converged_one_restart_with_no_stack_operation(
+    env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenario 3 ``--clone``: two Services cloned from one the controller made. The real
+    engine previews each clone against its stack and the cloud and finds nothing to change;
+    the restarted controller runs no stack operation, its fleet comparison finds no stack that
+    differs from the cloud, and the controller deletes the clones like any other Service."""
+    # the first fleet comparison is one housekeeping scan after the start (30 s by default)
+    monkeypatch.setattr(
+        env, "controller_args", (*env.controller_args, "--housekeeping-interval", "2")
+    )
+    result = scenarios.scenario_3(env, services=3, repeat=1, clone=True)
+    ctl = result["controller"]
+    assert ctl["prepared"]["clones"] == 2
+    assert ctl["prepared"]["previewed"] == ["steady-001", "steady-002"]
+    assert ctl["stack_operations"]["ran"] == 0
+    assert ctl["stack_operations"]["skip"] >= 3
+    first = ctl["first_fleet_comparison"]
+    assert first["comparisons"] >= 1
+    assert first["suspects"] == 0
+    assert first["drift_checks"] == 0
+    assert first["stack_operations"]["ran"] == 0
+    assert_clean(ctl)
     assert env.created() == {}
     assert env.stacks() == []
