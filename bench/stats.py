@@ -200,8 +200,13 @@ def check_targets(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         restart = result.get("controller") or {}
         ops = (restart.get("stack_operations") or {}).get("ran")
         add("stack operations on restart", "0", ops, None if ops is None else ops == 0)
-        ready = (restart.get("restart_to_synced_seconds") or {}).get("median")
-        add("restart to ready", "< 10 s", ready, None if ready is None else ready < 10.0)
+        ready = (restart.get("restart_to_readyz_seconds") or {}).get("median")
+        add("restart to /readyz", "< 10 s", ready, None if ready is None else ready < 10.0)
+        # every Service synced: issue 7 asked 10 s at 500 Services, issue 30 30 s at 2,000
+        bound = 10.0 if (result.get("parameters") or {}).get("services", 0) <= 500 else 30.0
+        synced = (restart.get("restart_to_synced_seconds") or {}).get("median")
+        met = None if synced is None else synced < bound
+        add("restart to every Service synced", f"< {bound:.0f} s", synced, met)
     if scenario == 6:
         quiet = result.get("controller") or {}
         idle = quiet.get("idle_cpu_seconds_per_service_hour")

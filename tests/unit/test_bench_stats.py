@@ -313,17 +313,22 @@ def test_targets_of_scenarios_2_3_and_5() -> None:
     restart = {
         "scenario": 3,
         "profile": "instant",
+        "parameters": {"services": 500},
         "controller": {
             "stack_operations": {"ran": 0, "skip": 500},
-            "restart_to_synced_seconds": med(8.0),
+            "restart_to_readyz_seconds": med(1.5),
+            "restart_to_synced_seconds": med(12.0),
             "resources": {"peak_root_mib": 300.0},
         },
     }
     assert by_name(check_targets(restart)) == {
         "stack operations on restart": True,
-        "restart to ready": True,
+        "restart to /readyz": True,
+        "restart to every Service synced": False,  # issue 7: 10 s at 500
         "controller memory": False,
     }
+    restart["parameters"] = {"services": 2000}  # issue 30: 30 s at 2,000
+    assert by_name(check_targets(restart))["restart to every Service synced"] is True
     deletes = {"scenario": 5, "profile": "instant", "controller": {"orphans": 0}, "baseline": {}}
     assert by_name(check_targets(deletes)) == {"controller orphans": True}
 
