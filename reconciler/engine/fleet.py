@@ -3,7 +3,8 @@ the two compared by :func:`.fleet_plan.compare_stack`.
 
 One comparison costs a listing per kind (load balancers, listeners, pools, health monitors,
 floating IPs: every page of each) and one member listing per pool a stack records, plus a read of
-each stack's checkpoint from the backend; no ``pulumi`` process. It needs a backend whose
+each stack's checkpoint from the backend, one at a time (memory does not grow with the fleet's
+checkpoints); no ``pulumi`` process. It needs a backend whose
 checkpoints this code reads (a DIY bucket: ``file://``, ``s3://``, ``postgres://``); for another
 (Pulumi Cloud, ``gs://``, ``azblob://``) :func:`compare_fleet` returns None and every stack keeps
 its per-Service ``pulumi refresh``. A stack whose checkpoint cannot be read is left out of the
@@ -13,10 +14,17 @@ verdicts (so it keeps its per-Service check too).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from reconciler.engine.context import EngineContext
-from reconciler.engine.fleet_plan import CloudLists, FleetReport, compare_stack, member_pools
+from reconciler.engine.fleet_plan import (
+    CloudLists,
+    FleetReport,
+    Verdict,
+    compare_stack,
+    member_pools,
+)
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from stacks.vocabulary import FLOATINGIPS, HEALTHMONITORS, LISTENERS, LOADBALANCERS, POOLS
 
@@ -44,8 +52,20 @@ def compare_fleet(engine: EngineContext, stacks: Sequence[str]) -> FleetReport |
     store = engine.store
     if store is None:
         return None
-    recorded: dict[str, list[Mapping[str, Any]]] = {}
+    rest = engine.rest()
+    pools = _by_id(rest.every(POOLS))
+    lists = CloudLists(
+        loadbalancers=_by_id(rest.every(LOADBALANCERS)),
+        listeners=_by_id(rest.every(LISTENERS)),
+        pools=pools,
+        healthmonitors=_by_id(rest.every(HEALTHMONITORS)),
+        floatingips=_by_id(rest.every(FLOATINGIPS)),
+    )
+    # one checkpoint at a time: all of them held at once took the controller's peak memory from
+    # 160 to 375 MiB at 2,000 stacks
+    verdicts: dict[str, Verdict] = {}
     unread: list[str] = []
+    listed = 0
     keys = store.checkpoint_keys()
     for name in stacks:
         key = keys.get(name)
@@ -54,17 +74,8 @@ def compare_fleet(engine: EngineContext, stacks: Sequence[str]) -> FleetReport |
         if not isinstance(resources, list):
             unread.append(name)
             continue
-        recorded[name] = resources
-    rest = engine.rest()
-    pools = _by_id(rest.every(POOLS))
-    wanted = sorted({p for r in recorded.values() for p in member_pools(r)} & set(pools))
-    lists = CloudLists(
-        loadbalancers=_by_id(rest.every(LOADBALANCERS)),
-        listeners=_by_id(rest.every(LISTENERS)),
-        pools=pools,
-        healthmonitors=_by_id(rest.every(HEALTHMONITORS)),
-        floatingips=_by_id(rest.every(FLOATINGIPS)),
-        members={p: m for p in wanted if (m := _members(rest, p)) is not None},
-    )
-    verdicts = {name: compare_stack(resources, lists) for name, resources in recorded.items()}
-    return FleetReport(verdicts, tuple(unread), len(wanted))
+        wanted = [p for p in member_pools(resources) if p in pools]
+        listed += len(wanted)
+        members = {p: m for p in wanted if (m := _members(rest, p)) is not None}
+        verdicts[name] = compare_stack(resources, replace(lists, members=members))
+    return FleetReport(verdicts, tuple(unread), listed)
