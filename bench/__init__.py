@@ -8,7 +8,8 @@
 * :mod:`bench.procfs`: CPU seconds and resident memory of a process tree, from ``/proc``;
 * :mod:`bench.stats`: pure summaries (median, spread, throughput, growth, targets);
 * :mod:`bench.scenarios`: the five scenarios of the issue;
-* :mod:`bench.clone`: scenario 3's fleet made from one converged Service (``--clone``);
+* :mod:`bench.clone`: scenario 3's fleet made from one converged Service (``--clone``), and
+  :mod:`bench.clone_plan`, its pure part;
 * :mod:`bench.quiet`: scenario 6, a quiet fleet's cost with drift checks on;
 * :mod:`bench.run`: the command line (``python -m bench.run --help``);
 * :mod:`bench.chart`: the PNG of scenario 2 (needs the optional ``bench`` extra: matplotlib);

@@ -1,5 +1,5 @@
-"""The pure parts of bench/clone.py: the rewrite of a template's values, the spec hash stamped
-again, which objects are the template's, and a create body's fields."""
+"""bench/clone_plan.py, the pure part of scenario 3's clone: the rewrite of a template's
+values, the spec hash stamped again, which objects are the template's, a create body's fields."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.clone import Rewrite, body, restamp, template_objects
+from bench.clone_plan import Rewrite, body, restamp, template_objects
 
 LB, LB2 = "9e23e799-b29e-4e97-aef8-7e40a09722ef", "11111111-2222-3333-4444-555555555555"
 UID, UID2 = "d4932825-5b89-4d4d-a2e2-8bf8556646c8", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
