@@ -246,9 +246,14 @@ def create_stack(store: StateStore, stack: str) -> bool:
         if held or store.stack_exists(stack):
             return False
         fqn = f"{ORGANIZATION}/{store.project}/{stack}"
-        checkpoint = json.dumps({"version": 3, "checkpoint": {"stack": fqn}})
-        store.bucket.write(f"{store.stacks_prefix()}{stack}.json", checkpoint.encode())
+        _write_checkpoint(store, stack, {"version": 3, "checkpoint": {"stack": fqn}})
         return True
+
+
+def _write_checkpoint(store: StateStore, stack: str, document: Mapping[str, Any]) -> None:
+    """``document`` as the stack's plain checkpoint (``<stack>.json``), as the CLI writes one."""
+    data = json.dumps(document, separators=(",", ":")).encode()
+    store.bucket.write(f"{store.stacks_prefix()}{stack}.json", data)
 
 
 def write_stack(
@@ -257,8 +262,7 @@ def write_stack(
     """Write ``stack`` whole, its checkpoint (plain, as the CLI writes one) and its tags, with
     no lock: only for a stack no one else writes yet (bench/clone.py makes thousands so)."""
     store.set_up()
-    data = json.dumps(document, separators=(",", ":")).encode()
-    store.bucket.write(f"{store.stacks_prefix()}{stack}.json", data)
+    _write_checkpoint(store, stack, document)
     store.write_tags(stack, tags)
 
 
@@ -278,7 +282,7 @@ def copy_stack(
     tags = source.bucket.read(source.tags_key(stack))
     document = edit(read.document)
     target.set_up()
-    target.bucket.write(f"{target.stacks_prefix()}{stack}.json", json.dumps(document).encode())
+    _write_checkpoint(target, stack, document)
     if tags is not None:
         target.bucket.write(target.tags_key(stack), tags)
     return True
