@@ -129,7 +129,7 @@ def clone_stack(
 ) -> str:
     """Write the stack ``stack``: the template's checkpoint and tags through ``rewrite``, the
     spec hash computed again; the hash."""
-    document = rewrite.apply(copy.deepcopy(dict(checkpoint)))
+    document = rewrite.apply(checkpoint)  # a new document: apply copies every container
     digest = restamp(document)
     named = str(document["checkpoint"]["stack"])  # organization/<project>/<stack>
     if named.rpartition("/")[2] != stack:

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 __all__ = ["WRITABLE", "Rewrite", "TemplateObjects", "body", "restamp", "template_objects"]
@@ -126,12 +127,17 @@ class Rewrite:
                 return _canonical(self.apply(inner))
         for old, new in self.names.items():
             text = text.replace(old, new)
-        if self.tokens:
-            pattern = "|".join(
-                _WHOLE.format(re.escape(t)) for t in sorted(self.tokens, key=len, reverse=True)
-            )
-            text = re.sub(pattern, lambda m: self.tokens[m.group(0)], text)
+        if self._pattern is not None:
+            text = self._pattern.sub(lambda m: self.tokens[m.group(0)], text)
         return text
+
+    @cached_property
+    def _pattern(self) -> re.Pattern[str] | None:
+        """Every token, longest first, as one pattern (made once, not once per string)."""
+        if not self.tokens:
+            return None
+        ordered = sorted(self.tokens, key=len, reverse=True)
+        return re.compile("|".join(_WHOLE.format(re.escape(t)) for t in ordered))
 
 
 def restamp(checkpoint: dict[str, Any]) -> str:
