@@ -353,7 +353,7 @@ class _Process:
             self._metrics.set_leader(True)
             self._leading.set()
             self._start_controller()
-        self._done.wait()
+        wait_until(self._done)
         lost = self._lost.is_set()
         _log.info("stopping: no new work", extra={"leadership_lost": lost})
         # lost: another replica may lead already, so interrupt at once instead of draining
@@ -364,3 +364,13 @@ class _Process:
             if lease_kube is not None:
                 lease_kube.close()
         return EXIT_FAILURE if self._failed or lost else EXIT_OK
+
+
+def wait_until(event: threading.Event, *, every: float = 1.0) -> None:
+    """Wait for ``event`` in the main thread, returning to Python code every ``every`` seconds:
+    a process signal (SIGTERM) the kernel hands to another thread only marks its handler
+    pending, and the main thread runs it when it next runs Python code, which a wait without a
+    timeout never does (a pod's SIGTERM went unanswered until a later signal reached the main
+    thread: tests/unit/test_runner_signals.py)."""
+    while not event.wait(every):
+        pass
