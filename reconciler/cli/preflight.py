@@ -56,8 +56,10 @@ service controller off (docs/adopt.md, "Cutover").
 
 verdicts:
   managed     a stack already holds it
-  take-over   OCCM's load balancer is this cluster's and is taken over as is (same IP)
-  update      taken over, then updated in place: the properties are listed (same IP)
+  take-over   OCCM's load balancer is this cluster's and is taken over as is (same IP,
+              nothing created, updated or deleted)
+  update      taken over, then changed in place (same IP): the properties updated and the
+              objects created (e.g. a listener for a port OCCM's LB lacks) are listed
   create      no load balancer and no external IP: a new one, as for any new Service
   refuse      the controller would refuse it (a Warning, retried) and change nothing: why
   invalid     the Service's spec is refused: the field and the fix

@@ -6,8 +6,10 @@ A verdict says what the controller would do at its first sync of the Service, fr
 external IP, and the load balancers named for it under another cluster name:
 
 ``managed``    a stack already holds it: the controller serves it today;
-``take-over``  OCCM's load balancer is this cluster's and is taken over as is: same IP;
-``update``     taken over, then updated in place (the properties are listed): same IP;
+``take-over``  OCCM's load balancer is this cluster's and is taken over as is: same IP, and
+               nothing of it created, updated or deleted;
+``update``     taken over, then changed in place: same IP; the properties updated and the
+               objects created (a listener for a port OCCM's load balancer lacks) are listed;
 ``create``     no load balancer and no external IP: a new one, as for any new Service;
 ``refuse``     the controller would refuse it (a Warning, retried with backoff) and change
                nothing; the reason is given;
@@ -133,9 +135,9 @@ def verdict_of(
             else []
         )
         return v("refuse", reasons=[*result.problems, *hint])
-    if result.updates:
+    if result.updates or result.creates:  # deletes and replacements are refused above
         return v("update", updates=list(result.updates), creates=list(result.creates))
-    return v("take-over", creates=list(result.creates))
+    return v("take-over")
 
 
 def exit_code(verdicts: Sequence[Verdict]) -> int:

@@ -5,6 +5,7 @@ with the floating IP. For the tests of ``adopt`` and ``preflight``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from reconciler.config import CloudConfig
@@ -26,11 +27,15 @@ def service_as_occm_left_it(
     cluster: str,
     lb_algorithm: str = "ROUND_ROBIN",
     annotate: bool = True,
+    unserved: Sequence[int] = (),
 ) -> occm.OccmLoadBalancer:
     """The Service ``namespace/name`` (one TCP port 80) and what OCCM, run with
     ``--cluster-name cluster``, made for it with ``lb_algorithm``; without ``annotate``, no
-    ``load-balancer-id`` annotation (as OCCM versions before it wrote one left it)."""
-    body = make_service(name, finalizers=[FINALIZER], ports=HTTP_PORTS)
+    ``load-balancer-id`` annotation (as OCCM versions before it wrote one left it). The Service
+    also has the TCP ports ``unserved``, for which OCCM's load balancer has no listener (a port
+    added while OCCM was stopped, or whose listener OCCM failed to make)."""
+    extra = [{"name": f"tcp-{p}", "port": p, "targetPort": p, "protocol": "TCP"} for p in unserved]
+    body = make_service(name, finalizers=[FINALIZER], ports=[*HTTP_PORTS, *extra])
     svc = kube.create(f"/api/v1/namespaces/{namespace}/services", body)
     node_port = svc["spec"]["ports"][0]["nodePort"]
     nodes = kube.list("/api/v1/nodes")["items"]

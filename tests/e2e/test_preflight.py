@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ import pytest
 
 from emulator.server import EmulatorHandle
 from reconciler.cli.main import main
-from reconciler.config import parse_cloud_conf
+from reconciler.config import CloudConfig, parse_cloud_conf
 from reconciler.controller.kubeapi import KubeApi
 from reconciler.controller.kubeconfig import api_client
 from reconciler.local.plane import LocalControlPlane
@@ -58,15 +59,35 @@ def tree_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
+@dataclass(frozen=True)
+class BesideOccm:
+    """A namespace of a real kube-apiserver beside the emulator, as OCCM's cluster is when
+    ``preflight`` is run: its cloud.conf, an empty ``file://`` backend, a client of each."""
+
+    topo: dict[str, Any]
+    conf: Path
+    config: CloudConfig
+    kube: KubeApi
+    conn: Any
+    ns: str
+    state: Path
+
+    def preflight(self, *args: str) -> int:
+        return main(
+            ["preflight", "--kubeconfig", os.environ["LBR_TEST_KUBECONFIG"], "--cloud-config",
+             str(self.conf), "--state-dir", str(self.state), "--cluster-name", CLUSTER,
+             "--namespace", self.ns, *args]
+        )  # fmt: skip
+
+
+@pytest.fixture
+def beside(
     control_plane: LocalControlPlane,
     emu: EmulatorHandle,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
+) -> BesideOccm:
     topo = emu.topology()
-    cloud = EmulatorAdmin(emu)
     conf_text = cloud_conf_text(topo, subnet_line(topo))
     conf = tmp_path / "cloud.conf"
     conf.write_text(conf_text)
@@ -75,17 +96,29 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)  # not needed: nothing opened
     monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("LBR_TEST_KUBECONFIG", str(control_plane.kubeconfig))
     kube = KubeApi(api_client=api_client(kubeconfig=control_plane.kubeconfig))
     ensure_nodes(kube)
     ns = f"pre-{uuid.uuid4().hex[:6]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    conn = connect(topo)
     state = tmp_path / "state"
     (state / "backend").mkdir(parents=True)  # the controller's (empty) file:// backend
+    return BesideOccm(topo, conf, parsed.config, kube, connect(topo), ns, state)
 
+
+def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
+    beside: BesideOccm,
+    control_plane: LocalControlPlane,
+    emu: EmulatorHandle,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    topo, conf, kube, conn, ns, state = (
+        beside.topo, beside.conf, beside.kube, beside.conn, beside.ns, beside.state
+    )  # fmt: skip
+    cloud = EmulatorAdmin(emu)
     made = {
         name: service_as_occm_left_it(
-            kube, conn, topo, parsed.config, namespace=ns, name=name, cluster=cluster,
+            kube, conn, topo, beside.config, namespace=ns, name=name, cluster=cluster,
             lb_algorithm=method, annotate=annotate,
         )
         for name, method, cluster, annotate in (
@@ -108,23 +141,7 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
 
     before = (tree_hash(state), json.dumps(cloud.inventory(), sort_keys=True), services())
     events_before = len(events())
-    code = main(
-        [
-            "preflight",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "--cloud-config",
-            str(conf),
-            "--state-dir",
-            str(state),
-            "--cluster-name",
-            CLUSTER,
-            "--namespace",
-            ns,
-            "--output",
-            "json",
-        ]
-    )
+    code = beside.preflight("--output", "json")
     out = capsys.readouterr().out
     verdicts = {v["service"].split("/")[1]: v for v in json.loads(out)}
     assert {n: v["verdict"] for n, v in verdicts.items()} == {
@@ -147,9 +164,7 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
     assert len(events()) == events_before  # no Event
 
     # the same as text, and as Prometheus' text format
-    main(["preflight", "--kubeconfig", str(control_plane.kubeconfig), "--cloud-config",
-          str(conf), "--state-dir", str(state), "--cluster-name", CLUSTER, "--namespace", ns,
-          "--output", "prometheus"])  # fmt: skip
+    beside.preflight("--output", "prometheus")
     metrics = capsys.readouterr().out
     counts = (("take-over", 1), ("update", 1), ("second-lb", 1), ("refuse", 1), ("new-ip", 0))
     for verdict, count in counts:
@@ -175,3 +190,40 @@ def test_preflight_beside_occm_says_three_verdicts_and_writes_nothing(
     assert (tree_hash(state), services()) == (before[0], before[2])
     for made_lb in made.values():
         occm.remove(conn, made_lb)
+
+
+def test_a_take_over_that_adds_a_listener_is_an_update_with_what_it_creates(
+    beside: BesideOccm, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Service with ports 80 and 443 whose OCCM load balancer has only the listener on 80:
+    taking it over creates the listener on 443 (with its pool and members), so it is not taken
+    over "as is": the verdict is ``update``, the creates are listed and the exit code is 2."""
+    cloud = EmulatorAdmin(emu)
+    made = service_as_occm_left_it(
+        beside.kube, beside.conn, beside.topo, beside.config, namespace=beside.ns,
+        name="added-port", cluster=CLUSTER, unserved=(443,),
+    )  # fmt: skip
+    before = json.dumps(cloud.inventory(), sort_keys=True)
+
+    code = beside.preflight("--output", "json")
+    out = capsys.readouterr().out
+    (verdict,) = json.loads(out)
+    assert verdict["verdict"] == "update", out
+    assert code == 2, out
+    assert verdict["load_balancer"].endswith(f"({made.lb_id})"), out
+    assert verdict["external_ip"] == made.fip_address
+    assert verdict["updates"] == [], out
+    assert verdict["creates"] == [
+        "listener-tcp-443 (Listener)",
+        "pool-tcp-443 (Pool)",
+        "members-tcp-443 (Members)",
+    ], out
+
+    code = beside.preflight("--output", "text")
+    text = capsys.readouterr().out
+    assert code == 2
+    assert f"{beside.ns}/added-port: update" in text, text
+    assert "    create  listener-tcp-443 (Listener)" in text, text
+    assert text.endswith("1 update\n"), text
+    assert json.dumps(cloud.inventory(), sort_keys=True) == before  # nothing made
+    occm.remove(beside.conn, made)

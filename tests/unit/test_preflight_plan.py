@@ -26,9 +26,26 @@ def test_each_outcome_of_the_dry_run_has_its_verdict() -> None:
     assert verdict(ServiceResult("a/b", "invalid", problems=["x"])) == "invalid"
     assert verdict(ServiceResult("a/b", "adoptable")) == "take-over"
     assert verdict(ServiceResult("a/b", "adoptable", updates=["lb: lbMethod"])) == "update"
+    assert verdict(ServiceResult("a/b", "adoptable", creates=["listener-tcp-443"])) == "update"
     assert verdict(ServiceResult("a/b", "refused", problems=["another cluster's"])) == "refuse"
     assert verdict(ServiceResult("a/b", "failed", problems=["409"])) == "refuse"
     assert verdict(ServiceResult("a/b", "nothing")) == "create"
+
+
+def test_a_take_over_that_creates_anything_is_an_update_with_the_creates_listed() -> None:
+    """A Service with a port its OCCM load balancer has no listener for: the take-over creates
+    the listener, its pool and members, so the load balancer is changed, not taken "as is"."""
+    creates = ["listener-tcp-443 (Listener)", "pool-tcp-443 (Pool)", "members-tcp-443 (Members)"]
+    found = verdict_of(
+        ServiceResult("a/b", "adoptable", lb_id="lb1", creates=creates),
+        external_ip="172.24.4.9",
+        elsewhere=(),
+        cluster_name="prod",
+    )
+    assert (found.verdict, found.creates, found.updates) == ("update", creates, [])
+    assert exit_code([found]) == 2
+    text = render_text([found], style=Style(enabled=False))
+    assert "    create  listener-tcp-443 (Listener)" in text
 
 
 def test_no_load_balancer_for_a_service_with_an_ip_is_a_new_ip() -> None:
