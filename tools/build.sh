@@ -265,6 +265,13 @@ build_promtool() {
 }
 
 mkdir -p "$cache"
+# One build at a time per cache: two at once (a `make demo` beside a `make test`) would build the
+# same tool into the same DIR.tmp, and the second's `begin` removes the first's half-made tree
+# under it ("mv: cannot stat ...kube-1.36.3-....tmp"). The second waits, then finds the tools made.
+if command -v flock >/dev/null; then
+  exec 8>"$cache/.build.lock"
+  flock -n 8 || { log "another build is using $cache; waiting for it"; flock 8; }
+fi
 start=$SECONDS
 # Every tool builds at once: the downloads of one overlap the others' compiles and links (cold on
 # 2 cores the builds are CPU-bound: 2,681 CPU s in 23 min 52 s, tools/README.md). The go command
