@@ -18,17 +18,22 @@ from pathlib import Path
 import pytest
 
 from reconciler.engine.state.bucket import (
-    STAGING,
-    FileBucket,
     StoredObject,
     found_by_listing,
     key_prefix,
     redacted_url,
 )
+from reconciler.engine.state.folder import STAGING, FileBucket
 from reconciler.engine.state.lock_plan import parse_lock
 from reconciler.engine.state.postgres import PostgresBucket, _pg_connect_args
 from reconciler.engine.state.s3 import S3Bucket
-from reconciler.engine.state.stacks import history_time, remove_stack
+from reconciler.engine.state.stacks import (
+    history_time,
+    locked,
+    record_update,
+    remove_stack,
+    write_stack,
+)
 from reconciler.engine.state.store import (
     BucketError,
     StateStore,
@@ -251,7 +256,7 @@ def test_an_old_layout_is_refused_with_the_fix(tmp_path: Path) -> None:
         store.check_layout()
 
 
-STORE_MODULES = {"store.py", "layout.py", "bucket.py", "s3.py", "postgres.py"}
+STORE_MODULES = {"store.py", "layout.py", "bucket.py", "folder.py", "s3.py", "postgres.py"}
 
 
 def test_only_the_store_knows_the_layout() -> None:
@@ -273,7 +278,7 @@ def test_only_the_store_knows_the_layout() -> None:
             if layout.search(code):
                 wrong.append(f"{path.relative_to(root)} names the layout")
             if (
-                re.search(r"engine\.state\.(bucket|s3|postgres)\b", code)
+                re.search(r"engine\.state\.(bucket|folder|s3|postgres)\b", code)
                 and path.parent.name != "state"
             ):
                 wrong.append(f"{path.relative_to(root)} uses a bucket")
@@ -307,10 +312,46 @@ def test_the_lock_the_store_takes_names_this_process(
     assert store.list_locks("c.ns.web") == []
 
 
+def test_a_folder_syncs_the_record_and_not_its_copies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What a members change writes (:mod:`reconciler.engine.members_direct`): the checkpoint and
+    the tags, each with its sidecar, are on disk before they replace the old ones; the lock, the
+    checkpoint's ``.bak``, the history entry and the backups are not synced (the CLI syncs no
+    object of a ``file://`` backend), which was most of the change's time on a busy disk."""
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    stack = "c.ns.web"
+    write_stack(store, stack, {"version": 3, "checkpoint": {"stack": stack}}, {"a": "1"})
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name  # <final name>.<random>.tmp
+        synced.append(name.rsplit(".", 2)[0])
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    read = store.read_checkpoint(stack)
+    assert read is not None
+    with locked(store, stack) as held:
+        assert held == []
+        _, tags_version = store.tags_versioned(stack)
+        assert tags_version is not None
+        store.write_tags(stack, {"a": "2"}, if_version=tags_version)
+        written = store.write_deployment(stack, {"resources": []}, expect=read)
+        record_update(store, stack, written, {"kind": "update", "result": "succeeded"})
+    tags = Path(store.tags_key(stack)).name
+    checkpoint = f"{stack}.json"
+    assert sorted(synced) == sorted([tags, f"{tags}.attrs", checkpoint, f"{checkpoint}.attrs"])
+    kinds = {key.rsplit("/", 1)[-1] for key in (o.key for o in store.objects())}
+    assert any(".history.json" in k for k in kinds), kinds  # written all the same
+    assert any(k.endswith(".json.bak") for k in kinds), kinds
+
+
 KILLED_MID_WRITE = """
 import os, sys
 from pathlib import Path
-from reconciler.engine.state.bucket import FileBucket
+from reconciler.engine.state.folder import FileBucket
 root = Path(sys.argv[1])
 os.replace = lambda *a: os._exit(9)  # SIGKILLed between writing the data and the rename
 FileBucket(root, url=root.as_uri()).write(sys.argv[2], b'{"pid": 1, "hostname": "h"}')

@@ -6,9 +6,9 @@
   alike; the engine above it never touches a key or a path; :mod:`.layout`: those keys and
   formats (no I/O);
 * :mod:`.stacks`: a stack made, removed and pruned as the CLI does (``state.go``);
-* :mod:`.bucket`: what every bucket shares (list, read, write, delete) and the ``file://`` one;
-  :mod:`.s3` and :mod:`.postgres`: the other kinds of backend URL; :mod:`.aws`: botocore's
-  clients from one session per process;
+* :mod:`.bucket`: what every bucket shares (list, read, write, delete); :mod:`.folder`,
+  :mod:`.s3` and :mod:`.postgres`: the ``file://``, ``s3://`` and ``postgres://`` buckets;
+  :mod:`.aws`: botocore's clients from one session per process;
 * :mod:`.lock_plan`: whose a stack lock is, and which are stale: the leader's rule and a
   bystander's (pure); :mod:`.locks`: listing them and removing the stale ones;
 * :mod:`.retention`: which history entries and checkpoint backups a stack keeps (pure);

@@ -299,7 +299,9 @@ class PostgresBucket:
         query = "SELECT 1 FROM {table} WHERE key = %s"
         return bool(self._rows(f"reading {key}", query, (self.prefix + key,)))
 
-    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
+    def write(
+        self, key: str, data: bytes, *, if_version: str | None = None, durable: bool = True
+    ) -> str:
         """An upsert; with ``if_version``, an ``UPDATE`` of the row only while its text's MD5
         is that version (PostgreSQL's compare-and-swap, atomic in the server)."""
         text = base64.b64encode(data).decode()

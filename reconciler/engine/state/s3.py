@@ -165,7 +165,9 @@ class S3Bucket:
             is not None
         )
 
-    def write(self, key: str, data: bytes, *, if_version: str | None = None) -> str:
+    def write(
+        self, key: str, data: bytes, *, if_version: str | None = None, durable: bool = True
+    ) -> str:
         """``PutObject``; with ``if_version``, ``If-Match`` on the ETag (S3's conditional
         write: AWS, MinIO, Ceph RGW answer 412 when the object changed, 404 when it is gone)."""
         doing = f"writing {key}"

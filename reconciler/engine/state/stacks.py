@@ -78,7 +78,8 @@ def locked(store: StateStore, stack: str) -> Iterator[list[LockRecord]]:
     key = f"{store.locks_prefix(stack)}{uuid.uuid4()}.json"
     store.holding.add(key)
     try:
-        store.bucket.write(key, json.dumps(_lock_content()).encode())
+        # not synced: a lock means something only while this process lives
+        store.bucket.write(key, json.dumps(_lock_content()).encode(), durable=False)
         yield [lock for lock in store.list_locks(stack) if lock.key != key]
     finally:
         store.holding.discard(key)  # held no more, even when it cannot be removed now
@@ -133,11 +134,12 @@ def record_update(
     ext = ".json.gz" if packed else ".json"
     prefix = f"{store.history_prefix(stack)}{stack}-{time.time_ns()}"
     text = json.dumps(dict(record), separators=(",", ":")).encode()
-    store.bucket.write(f"{prefix}.history{ext}", gzip.compress(text) if packed else text)
-    store.bucket.write(f"{prefix}.checkpoint{ext}", checkpoint.raw)
-    store.bucket.write(
-        f"{store.backups_prefix(stack)}{stack}.{time.time_ns()}{ext}", checkpoint.raw
-    )
+    # records beside the checkpoint (the record itself): not synced, as the CLI syncs none
+    history = gzip.compress(text) if packed else text
+    store.bucket.write(f"{prefix}.history{ext}", history, durable=False)
+    store.bucket.write(f"{prefix}.checkpoint{ext}", checkpoint.raw, durable=False)
+    backup = f"{store.backups_prefix(stack)}{stack}.{time.time_ns()}{ext}"
+    store.bucket.write(backup, checkpoint.raw, durable=False)
 
 
 def prune(store: StateStore, stack: str, *, keep: int) -> int:

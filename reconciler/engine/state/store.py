@@ -39,11 +39,11 @@ from reconciler.engine.state.bucket import (
     DEFAULT_TIMEOUT,
     Bucket,
     BucketError,
-    FileBucket,
     Guard,
     StoredObject,
     WriteConflictError,
 )
+from reconciler.engine.state.folder import FileBucket
 from reconciler.engine.state.layout import (
     CHECKPOINT_SUFFIXES,
     META,
@@ -341,7 +341,7 @@ class StateStore:
         text = json.dumps(document, separators=(",", ":")).encode()  # as the CLI writes it
         raw = gzip.compress(text) if expect.key.endswith(".gz") else text
         if backup:
-            self.bucket.write(expect.key + ".bak", expect.raw)
+            self.bucket.write(expect.key + ".bak", expect.raw, durable=False)  # a copy
         version = self.bucket.write(expect.key, raw, if_version=expect.version)
         return Checkpoint(key=expect.key, version=version, raw=raw, document=document)
 

@@ -24,7 +24,7 @@ from emulator.timing import TimingProfile
 from reconciler.engine.errors import EngineError
 from reconciler.engine.recovery import alive, children_running, descendants, start_time
 from reconciler.engine.stack import ServiceStack
-from reconciler.engine.state.bucket import FileBucket
+from reconciler.engine.state.folder import FileBucket
 from reconciler.engine.state.store import BucketError, StateStore
 from reconciler.model import LoadBalancerSpec
 from reconciler.model.annotations import CONNECTION_LIMIT

@@ -18,7 +18,7 @@ import pytest
 
 from reconciler.engine.plan import HASH_TAG
 from reconciler.engine.preview import PropertyChange
-from reconciler.engine.state.bucket import FileBucket
+from reconciler.engine.state.folder import FileBucket
 from reconciler.engine.state.store import StateStore, open_state_store
 from reconciler.toolchain import REPO_ROOT
 from tests.builders import stored_service
