@@ -19,7 +19,10 @@ as the CLI takes one, each step safe to be cut off:
    with the CLI and recovers, whatever happens next;
 2. the state gets an ``updating`` pending operation per pool, as Pulumi writes one before it
    calls the provider: a crash after it makes the next ``up`` an ``up --refresh``, which reads
-   the members the cloud has (even when the next spec puts the old ones back);
+   the members the cloud has (even when the next spec puts the old ones back); on ``file://``
+   it is not synced to disk (a power cut that loses it leaves the tags of step 1, which make
+   the next ``ensure`` refresh all the same); the tags of steps 1 and 5 and the state of step 4
+   are;
 3. per pool, the batch ``PUT`` (when the load balancer is not ``PENDING_*``), then a wait until
    it is ``ACTIVE`` again, then the pool's members read back;
 4. the state with the new members (inputs and outputs) and the new ``spec`` output, nothing
@@ -129,7 +132,9 @@ def update_members_without_cli(
         without = {k: v for k, v in tags.items() if k != HASH_TAG}
         tags_version = _write_tags(ss, store, without, tags_version)  # 1
         pending = pending_deployment(deployment, update)
-        read = _write(ss, store, pending, expect=read, doing="marking the update")  # 2
+        # 2, not synced: a power cut that loses it finds the hash off the tags (1), which makes
+        # the next ensure an `up --refresh` all the same
+        read = _write(ss, store, pending, expect=read, doing="marking the update", durable=False)
         members = _put_members(ss, ss.engine.rest(), lb_id, update)  # 3
         done = updated_deployment(deployment, update, members, now=_now())
         if done is None:
@@ -239,11 +244,12 @@ def _write(
     *,
     expect: Checkpoint,
     doing: str,
+    durable: bool = True,
 ) -> Checkpoint:
     """Steps 2 and 4: the stack's state, over the checkpoint read (or written) before."""
     ss.engine.fence(doing, stack=ss.name)
     try:
-        return store.write_deployment(ss.name, deployment, expect=expect)
+        return store.write_deployment(ss.name, deployment, expect=expect, durable=durable)
     except WriteConflictError as exc:
         raise _conflict(ss, exc) from None
     except BucketError as exc:

@@ -5,7 +5,7 @@ every bucket shares (errors, the guard, the protocol) is in :mod:`.bucket`.
 
 Each write is a temporary file renamed over the old one (a reader sees the old bytes or the new);
 the record of a stack (its checkpoint and its tags) is also synced to disk before the rename, so
-a power cut cannot lose it. Copies and objects whose loss costs nothing are not synced
+a power cut cannot lose it. Sidecars, copies and objects whose loss costs nothing are not synced
 (``durable=False``): the CLI itself syncs no object of a ``file://`` backend.
 """
 
@@ -192,11 +192,12 @@ class FileBucket:
         self, key: str, data: bytes, *, if_version: str | None = None, durable: bool = True
     ) -> str:
         """The object, then its sidecar, each written whole (a temporary file renamed over the
-        old one; synced first when ``durable``: two ``fsync`` per object, most of a members
-        change's time on a busy disk); the blob library writes the sidecar in place, which a
-        kill can tear. With
-        ``if_version``: compared with the file's bytes, then renamed over it (a folder has no
-        conditional rename; the caller holds the stack's lock, which the CLI respects)."""
+        old one); the blob library writes the sidecar in place, which a kill can tear. The
+        object is synced first when ``durable``, the sidecar never: no reader checks its MD5
+        and a missing one is valid, and each ``fsync`` was most of a members change's time on a
+        busy disk. With ``if_version``: compared with the file's bytes, then renamed over it (a
+        folder has no conditional rename; the caller holds the stack's lock, which the CLI
+        respects)."""
         path = self._path(key)
         staging = self.root / STAGING
         with self.guard(f"writing {key}", self.write_bound):
@@ -205,10 +206,10 @@ class FileBucket:
                 if current is None or current[1] != if_version:
                     raise WriteConflictError(f"{key} of {self.url} changed since it was read")
             _write_atomically(path, data, staging=staging, sync=durable)
-            self._write_sidecar(path, data, staging=staging, sync=durable)
+            self._write_sidecar(path, data, staging=staging)
         return version_of(data)
 
-    def _write_sidecar(self, path: Path, data: bytes, *, staging: Path, sync: bool) -> None:
+    def _write_sidecar(self, path: Path, data: bytes, *, staging: Path) -> None:
         sidecar = path.with_name(path.name + ATTRS)
         attrs: dict[str, object] = dict(_SIDECAR_DEFAULTS)
         with contextlib.suppress(OSError, ValueError):
@@ -216,7 +217,7 @@ class FileBucket:
             if isinstance(old, dict):
                 attrs.update(old)
         attrs["md5"] = base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324
-        _write_atomically(sidecar, json.dumps(attrs).encode(), staging=staging, sync=sync)
+        _write_atomically(sidecar, json.dumps(attrs).encode(), staging=staging, sync=False)
 
     def delete(self, key: str) -> None:
         path = self._path(key)

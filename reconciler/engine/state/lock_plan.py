@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from reconciler.engine.plan import CLUSTER_TAG, cluster_prefix
+from reconciler.engine.state.bucket import StoredObject
 
 __all__ = [
     "CHILD_START_SLACK",
@@ -58,6 +59,7 @@ __all__ = [
     "foreign",
     "held_message",
     "judge",
+    "lock_in",
     "of_cluster",
     "parse_lock",
     "stale_for_bystander",
@@ -98,6 +100,15 @@ class LockRecord:
         if not self.readable:
             return f"an unreadable lock record (written {when})"
         return f"{self.username or '?'}@{self.hostname} (pid {self.pid}) since {when}"
+
+
+def lock_in(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | None:
+    """The record of a lock object's bytes (:func:`parse_lock`); None when the object went
+    between the listing and the read (its operation ended)."""
+    if data is None:
+        return None
+    text = data.decode(errors="replace")
+    return parse_lock(text, stack=stack, key=obj.key, modified=obj.modified)
 
 
 def parse_lock(text: str, *, stack: str, key: str, modified: datetime | None = None) -> LockRecord:

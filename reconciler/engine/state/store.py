@@ -56,7 +56,7 @@ from reconciler.engine.state.layout import (
     newest_checkpoint,
     parse_tags_file,
 )
-from reconciler.engine.state.lock_plan import LockRecord, parse_lock
+from reconciler.engine.state.lock_plan import LockRecord, lock_in
 from reconciler.engine.state.postgres import PostgresBucket, cli_settings
 from reconciler.engine.state.s3 import S3Bucket
 from stacks.vocabulary import PROJECT
@@ -78,15 +78,6 @@ __all__ = [
     "open_state_store",
     "parse_tags_file",
 ]
-
-
-def _lock(obj: StoredObject, stack: str, data: bytes | None) -> LockRecord | None:
-    """The record of a lock object's bytes (:func:`reconciler.engine.state.lock_plan.parse_lock`);
-    None when the object went between the listing and the read (its operation ended)."""
-    if data is None:
-        return None
-    text = data.decode(errors="replace")
-    return parse_lock(text, stack=stack, key=obj.key, modified=obj.modified)
 
 
 class StateStore:
@@ -185,7 +176,7 @@ class StateStore:
     def list_locks(self, stack: str) -> list[LockRecord]:
         """Every lock object of ``stack``, read (the CLI counts each one as a lock)."""
         prefix = self.locks_prefix(stack)
-        found = (_lock(obj, stack, self.bucket.read(obj.key)) for obj in self.bucket.list(prefix))
+        found = (lock_in(obj, stack, self.bucket.read(obj.key)) for obj in self.bucket.list(prefix))
         return [lock for lock in found if lock is not None]
 
     def all_locks(self) -> dict[str, list[LockRecord]]:
@@ -196,7 +187,7 @@ class StateStore:
         for obj in self.bucket.list(prefix):
             stack, _, rest = obj.key[len(prefix) :].partition("/")
             if stack and rest and "/" not in rest:
-                lock = _lock(obj, stack, self.bucket.read(obj.key))
+                lock = lock_in(obj, stack, self.bucket.read(obj.key))
                 if lock is not None:
                     out.setdefault(stack, []).append(lock)
         return out
@@ -327,13 +318,14 @@ class StateStore:
         *,
         expect: Checkpoint,
         backup: bool = True,
+        durable: bool = True,
     ) -> Checkpoint:
         """Replace the stack's latest deployment in the checkpoint ``expect`` was read from,
         as the CLI saves one (``saveCheckpoint``: the object it replaces copied to ``.bak``
         first unless not ``backup``, then written whole, plain or gzip as stored), under the
-        caller's :meth:`locked`; the checkpoint as written. :class:`WriteConflictError`,
-        nothing replaced, when the object is no longer at ``expect``'s version (another
-        writer)."""
+        caller's :meth:`locked` (``durable``: :meth:`.bucket.Bucket.write`'s); the checkpoint as
+        written. :class:`WriteConflictError`, nothing replaced, when the object is no longer at
+        ``expect``'s version (another writer)."""
         inner = expect.document.get("checkpoint")
         if not isinstance(inner, dict):
             raise BucketError(f"stack {stack} has no checkpoint this code reads")
@@ -342,7 +334,7 @@ class StateStore:
         raw = gzip.compress(text) if expect.key.endswith(".gz") else text
         if backup:
             self.bucket.write(expect.key + ".bak", expect.raw, durable=False)  # a copy
-        version = self.bucket.write(expect.key, raw, if_version=expect.version)
+        version = self.bucket.write(expect.key, raw, if_version=expect.version, durable=durable)
         return Checkpoint(key=expect.key, version=version, raw=raw, document=document)
 
     def objects(self, prefix: str = ROOT) -> list[StoredObject]:
