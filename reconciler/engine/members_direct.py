@@ -133,7 +133,7 @@ def update_members_without_cli(
         tags_version = _write_tags(ss, store, without, tags_version)  # 1
         pending = pending_deployment(deployment, update)
         # 2, not synced: a power cut that loses it finds the hash off the tags (1), which makes
-        # the next ensure an `up --refresh` all the same
+        # the next ensure an `up --refresh` all the same; no .bak: step 4 makes it of this state
         read = _write(ss, store, pending, expect=read, doing="marking the update", durable=False)
         members = _put_members(ss, ss.engine.rest(), lb_id, update)  # 3
         done = updated_deployment(deployment, update, members, now=_now())
@@ -246,10 +246,13 @@ def _write(
     doing: str,
     durable: bool = True,
 ) -> Checkpoint:
-    """Steps 2 and 4: the stack's state, over the checkpoint read (or written) before."""
+    """Steps 2 and 4: the stack's state, over the checkpoint read (or written) before; the
+    ``.bak`` (a copy of the state replaced) and the ``fsync`` only where it is the record."""
     ss.engine.fence(doing, stack=ss.name)
     try:
-        return store.write_deployment(ss.name, deployment, expect=expect, durable=durable)
+        return store.write_deployment(
+            ss.name, deployment, expect=expect, backup=durable, durable=durable
+        )
     except WriteConflictError as exc:
         raise _conflict(ss, exc) from None
     except BucketError as exc:

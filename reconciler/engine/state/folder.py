@@ -59,16 +59,22 @@ STAGING = ".lbr-staging"
 def _write_atomically(path: Path, data: bytes, *, staging: Path, sync: bool = True) -> None:
     """``data`` into a temporary file renamed over ``path``: a reader sees the old bytes or the
     new, never a part. ``sync``: on disk before the rename (what a power cut must not lose)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=staging, prefix=f"{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=staging, prefix=f"{path.name}.", suffix=".tmp")
+    except FileNotFoundError:  # the first write of this folder: the folders are made once
+        staging.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=staging, prefix=f"{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
             if sync:
                 os.fsync(out.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except FileNotFoundError:  # a new object's folder (a stack's first lock, history...)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
