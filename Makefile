@@ -51,7 +51,7 @@ manifests: tools-test ## render deploy/ from the Helm chart (charts/lb-reconcile
 
 lock: $(STAMP) ## pin the image's Python dependencies, with hashes, in image/requirements.txt
 	$(BIN)/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 \
-	  --no-header --quiet -o image/requirements.txt
+	  --excludes image/excludes.txt --no-header --quiet -o image/requirements.txt
 
 test: $(STAMP) tools-test image ## run every test (unit, integration, e2e, the image) on TEST_WORKERS workers, in a random order
 	$(PYTEST)

@@ -10,14 +10,14 @@
 #   app/     this tree's wheel (tracked and untracked files, not ignored ones)
 #
 # Usage:
-#   image/build.sh           build; print the tags and the size
+#   image/build.sh           build; print the tags and the size, and where it goes
 #   image/build.sh --help
 #
 # Environment:
 #   CONTAINER   podman (default) or docker
-#   BASE        the base image (default localhost/debian:bookworm-minbase, which
-#               image/debian-base.sh makes from Debian packages when it is missing; elsewhere
-#               e.g. BASE=docker.io/library/python:3.11-slim)
+#   BASE        the base image (default: `image/debian-base.sh --tag`, which that script
+#               makes from Debian packages when it is missing; elsewhere e.g.
+#               BASE=docker.io/library/python:3.11-slim)
 #   IMAGE       the repository to tag (default localhost/lb-reconciler)
 set -euo pipefail
 
@@ -30,7 +30,8 @@ case "${1:-}" in
 esac
 
 container=${CONTAINER:-podman}
-base=${BASE:-localhost/debian:bookworm-minbase}
+own_base=$(bash "$here/debian-base.sh" --tag)
+base=${BASE:-$own_base}
 image=${IMAGE:-localhost/lb-reconciler}
 python=${PYTHON:-$root/.venv/bin/python}
 [ -x "$python" ] || python=python3
@@ -46,7 +47,7 @@ if [ "$container" = podman ]; then
 fi
 
 start=$SECONDS
-if [ "$base" = localhost/debian:bookworm-minbase ] && ! "$container" image exists "$base" 2>/dev/null; then
+if [ "$base" = "$own_base" ] && ! "$container" image exists "$base" 2>/dev/null; then
   CONTAINER=$container bash "$here/debian-base.sh"
 fi
 
@@ -55,7 +56,7 @@ rm -rf "$ctx/bin" "$ctx/app" "$ctx/src" "$ctx/image"
 mkdir -p "$ctx/bin" "$ctx/wheels" "$ctx/app" "$ctx/src" "$ctx/image"
 tools=$(bash "$root/tools/build.sh" --path)
 cp -L "$tools/pulumi" "$tools/pulumi-resource-openstack" "$ctx/bin/"
-cp "$here/requirements.txt" "$ctx/image/"
+cp "$here/requirements.txt" "$here/prune.sh" "$here/zip_package.py" "$here/bytecode.py" "$ctx/image/"
 (cd "$root" && git ls-files -z -co --exclude-standard -- pyproject.toml README.md reconciler stacks emulator |
   tar --null -T - -c) | tar -C "$ctx/src" -x
 pyver=$("$container" run --rm "${flags[@]}" --entrypoint python3 "$base" -c \
@@ -82,5 +83,19 @@ log "building $image:$version ($revision) on $base"
   --build-arg "BASE=$base" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
   --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --build-arg "SOURCE=$source_url" \
   -t "$image:$version" -t "$image:dev" "$ctx" >&2
+log "built $image:$version and $image:dev in $((SECONDS - start))s"
+
+# where the bytes go (deploy/README.md, "The image", has the figures and what was left out)
+mb() { echo "$((($1 + 500000) / 1000000))"; }
 size=$("$container" image inspect --format '{{.Size}}' "$image:$version")
-log "built $image:$version and $image:dev in $((SECONDS - start))s: $((size / 1000000)) MB"
+base_size=$("$container" image inspect --format '{{.Size}}' "$base")
+parts=$("$container" run --rm "${flags[@]}" --user 0 --entrypoint sh "$image:$version" -c '
+  cd /opt/lb-reconciler
+  bins=$(du -scb /usr/local/bin/pulumi /usr/local/bin/pulumi-resource-openstack | tail -1 | cut -f1)
+  all=$(du -sb . | cut -f1) app=$(du -sb app | cut -f1)
+  pyc=$(find . -name "*.pyc" -printf "%s\n" | awk "{n += \$1} END {print n + 0}")
+  echo "$bins $((all - app)) $app $pyc"') || die "cannot look into $image:$version"
+read -r bins venv app pyc <<< "$parts"
+log "image $image:$version: $(mb "$size") MB: the base $(mb "$base_size") MB ($base)," \
+  "pulumi and its plugin $(mb "$bins") MB, the virtualenv $(mb "$venv") MB, this package" \
+  "$(mb "$app") MB; of the last two, bytecode $(mb "$pyc") MB"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import signal
 import sys
 import threading
@@ -16,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from reconciler.cli.common import (
+    EXIT_INVALID,
     CommandError,
 )
 from reconciler.cli.version import VersionAction
@@ -32,6 +34,11 @@ COMMANDS = {
     "preview": "reconciler.cli.preview",
     "backend": "reconciler.cli.backend",
 }
+
+# What `demo` and `emulator` need beyond the package's own dependencies: the OpenStack emulator's
+# HTTP server, the optional extra `local` (pyproject.toml). The container image leaves it out: it
+# runs the controller and the CLI only.
+LOCAL_EXTRA = ("aiohttp",)
 
 DEMO_HELP = """\
 Bring up the local environment: the real toolchain (built from Go modules on first use, cached
@@ -62,7 +69,22 @@ def _wait_for_interrupt() -> None:
         pass
 
 
+def require_local_extra(command: str) -> None:
+    """Refuse ``command`` (``demo``, ``emulator``) up front, naming the extra to install, when
+    the modules of the ``local`` extra are missing, instead of a traceback from an import."""
+    missing = [name for name in LOCAL_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CommandError(
+            f"`lb-reconciler {command}` runs the OpenStack emulator, which needs "
+            f"{', '.join(missing)}, not installed here (the container image holds only what the "
+            "controller and the CLI need); install the optional extra `local`: "
+            "pip install 'lb-reconciler[local]'",
+            code=EXIT_INVALID,
+        )
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
+    require_local_extra("demo")
     from kubernetes import client
 
     from emulator.server import start as start_emulator
@@ -139,6 +161,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
+    require_local_extra("emulator")
     from emulator.__main__ import main as emulator_main
 
     return emulator_main(list(args.args))
@@ -189,8 +212,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulator"]:  # every flag belongs to the emulator's own parser
-        return cmd_emulator(argparse.Namespace(args=argv[1:]))
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+        args = argparse.Namespace(func=cmd_emulator, args=argv[1:])
+    else:
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         result: int = args.func(args)
     except CommandError as exc:

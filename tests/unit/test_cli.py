@@ -51,6 +51,26 @@ def test_a_command_imports_only_what_it_needs() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize(
+    "argv", [pytest.param(["demo", "--once"], id="demo"), pytest.param(["emulator"], id="emulator")]
+)
+def test_without_the_local_extra_demo_and_emulator_name_it_and_exit_1(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As in the container image: no aiohttp. The command says what to install, before it
+    builds a toolchain or starts anything, instead of a traceback from an import."""
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # what `import aiohttp` cannot find
+    monkeypatch.setenv("LBR_TOOLS_BIN", "/nonexistent")  # had it gone on, it would say so
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == (
+        f"error: `lb-reconciler {argv[0]}` runs the OpenStack emulator, which needs aiohttp, not "
+        "installed here (the container image holds only what the controller and the CLI "
+        "need); install the optional extra `local`: pip install 'lb-reconciler[local]'"
+    )
+
+
 def test_every_command_is_listed() -> None:
     text = build_parser().format_help()
     for name in ("demo", "emulator", "run", "stacks", "sweep", "adopt", "preflight", "preview"):
