@@ -169,10 +169,17 @@ def set_plain_config(config_file: Path, key: str, value: str) -> dict[str, Any] 
     return config
 
 
+# libyaml's safe loader and dumper where PyYAML has them (its wheels do): the same text, 25 times
+# faster, so far less of the GIL that the other workers' members changes wait for (the settings
+# file is read and written at each one)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _read_config_file(config_file: Path) -> dict[str, Any] | None:
     """The stack settings file ``Pulumi.<stack>.yaml``; None when absent or not a mapping."""
     try:
-        settings = yaml.safe_load(config_file.read_text())
+        settings = yaml.load(config_file.read_text(), Loader=_LOADER)  # noqa: S506 (safe)
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(settings, dict) or not isinstance(settings.get("config") or {}, dict):
@@ -185,7 +192,9 @@ def _write_settings(config_file: Path, settings: Mapping[str, Any]) -> None:
 
     The file is Pulumi's documented per-stack settings file, the same one
     ``pulumi config set-all --plaintext`` edits; writing it here saves a CLI start."""
-    text = yaml.safe_dump(dict(settings), sort_keys=False, default_flow_style=False, width=1 << 20)
+    text = yaml.dump(
+        dict(settings), Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=1 << 20
+    )
     tmp = config_file.with_name(f".{config_file.name}.tmp")
     tmp.write_text(text)
     tmp.replace(config_file)
