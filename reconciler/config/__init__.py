@@ -38,7 +38,7 @@ converter, the key tables), :mod:`.checks` (checks across keys, refusals), :mod:
 :mod:`.subnet_match`. Imports nothing of the project (the lowest layer); everything may import it.
 """
 
-from reconciler.config.checks import LB_METHODS
+from reconciler.config.checks import AMPHORA_PROVIDERS, LB_METHODS
 from reconciler.config.keys import parse_go_duration
 from reconciler.config.parse import parse_cloud_conf
 from reconciler.config.settings import (
@@ -54,6 +54,7 @@ from reconciler.config.settings import (
 )
 
 __all__ = [
+    "AMPHORA_PROVIDERS",
     "LB_METHODS",
     "AuthConfig",
     "CloudConfig",

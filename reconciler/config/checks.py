@@ -20,6 +20,7 @@ from reconciler.config.settings import AuthConfig, ConfigIssue, LoadBalancerConf
 from reconciler.config.subnet_match import check_pattern, check_tags
 
 __all__ = [
+    "AMPHORA_PROVIDERS",
     "ENDPOINT_TYPES",
     "KNOWN_CONTAINER_STORES",
     "KNOWN_PROVIDERS",
@@ -34,6 +35,9 @@ __all__ = [
 
 LB_METHODS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
 KNOWN_PROVIDERS = ("amphora", "octavia", "ovn", "f5", "amphorav2")
+# Octavia's amphora driver refuses SOURCE_IP_PORT with a 501 (ProviderUnsupportedOptionError,
+# octavia/api/drivers/amphora_driver/v2/driver.py); "octavia" and "amphorav2" name that driver
+AMPHORA_PROVIDERS = ("amphora", "octavia", "amphorav2")
 KNOWN_CONTAINER_STORES = ("barbican", "external")
 
 
@@ -61,6 +65,10 @@ def check_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
         out.append(
             ConfigIssue(s, "lb-method", lb.lb_method, reason, "set lb-method=SOURCE_IP_PORT")
         )
+    elif lb.lb_provider in AMPHORA_PROVIDERS and lb.lb_method == "SOURCE_IP_PORT":
+        reason = f"the {lb.lb_provider} provider does not support SOURCE_IP_PORT"
+        fix = "set lb-method=ROUND_ROBIN, LEAST_CONNECTIONS or SOURCE_IP"
+        out.append(ConfigIssue(s, "lb-method", lb.lb_method, reason, fix))
     if lb.monitor_timeout > lb.monitor_delay:
         reason = f"longer than monitor-delay ({lb.monitor_delay.total_seconds():g}s)"
         fix = "make monitor-timeout at most monitor-delay"

@@ -155,6 +155,8 @@ def fault_class(fault: CloudFault) -> type[EngineError]:
         return QuotaError
     if fault.status == 409:
         return ConflictError
+    if fault.status == 501:  # Octavia's ProviderUnsupportedOptionError: a refusal, not an outage
+        return InvalidConfigError
     if fault.status in (408, 429) or fault.status >= 500:
         return CloudUnavailableError
     if 400 <= fault.status < 500:

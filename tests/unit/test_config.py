@@ -251,6 +251,7 @@ def test_unknown_key_warning_never_shows_its_value() -> None:
         ("[LoadBalancer]\nfloating-network-id=x\n", "floating-network-id", "x", "openstack"),
         ("[LoadBalancer]\nlb-method=RANDOM\n", "lb-method", "RANDOM", "ROUND_ROBIN"),
         ("[LoadBalancer]\nlb-provider=ovn\n", "lb-method", "ROUND_ROBIN", "SOURCE_IP_PORT"),
+        ("[LoadBalancer]\nlb-method=SOURCE_IP_PORT\n", "lb-method", "SOURCE_IP_PORT", "SOURCE_IP"),
         ("[LoadBalancer]\nlb-version=v1\n", "lb-version", "v1", "remove"),
         (
             "[LoadBalancer]\nmonitor-delay=2s\nmonitor-timeout=3s\n",

@@ -86,6 +86,22 @@ def test_classify_real_runs(name: str, expected: type[EngineError]) -> None:
     assert error_class(text(name)) is expected
 
 
+def test_an_option_the_provider_does_not_support_is_a_refusal_not_an_outage() -> None:
+    """Octavia answers 501 (``ProviderUnsupportedOptionError``) to an option its provider driver
+    cannot do: the request is refused, and the cloud is not down."""
+    said = (
+        text("create_invalid_zone_400")
+        .replace("but got 400 instead", "but got 501 instead")
+        .replace('"faultcode": "Client"', '"faultcode": "Server"')
+        .replace(
+            "Validation failure: Invalid availability zone az-2.",
+            "Provider 'amphora' does not support a requested option: Amphora provider does not "
+            "support SOURCE_IP_PORT algorithm.",
+        )
+    )
+    assert error_class(said) is InvalidConfigError
+
+
 def test_a_cloud_400_is_never_retried_soon_whatever_the_outputs_say() -> None:
     """The user's report: Octavia's 400 retried every 2-3 s without an Event. The run's
     ``Outputs:`` list the listener's ``timeout_client_data``; ``timeout`` anywhere in the text
@@ -344,6 +360,7 @@ def test_a_secret_never_survives_redaction(secret: str, parts: list[str]) -> Non
         (403, InvalidConfigError),
         (404, InvalidConfigError),
         (409, ConflictError),
+        (501, InvalidConfigError),  # Octavia: the provider does not support an option
         (503, CloudUnavailableError),
         (None, CloudUnavailableError),
     ],

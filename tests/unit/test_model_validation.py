@@ -214,6 +214,21 @@ def test_ovn_rejects_l7_annotations_and_other_methods() -> None:
     assert ann(P + "lb-method") in fields
 
 
+@pytest.mark.parametrize("provider", ["amphora", "octavia", "amphorav2"])
+def test_the_amphora_provider_refuses_source_ip_port_before_the_cloud(provider: str) -> None:
+    """Octavia's amphora driver answers 501 to a pool with SOURCE_IP_PORT, after the load
+    balancer was made: the annotation is refused with the provider named, nothing is built."""
+    config = config_from(f"[LoadBalancer]\nlb-provider={provider}\n")
+    result = build({P + "lb-method": "SOURCE_IP_PORT"}, config=config)
+    assert result.spec is None
+    (error,) = result.errors
+    assert error.field == ann(P + "lb-method")
+    assert error.value == "SOURCE_IP_PORT"
+    assert f"not supported by the {provider} provider" in error.reason
+    assert "SOURCE_IP" in error.fix
+    assert build({P + "lb-method": "SOURCE_IP"}, config=config).spec is not None
+
+
 def test_all_errors_are_reported_at_once() -> None:
     result = build({P + "connection-limit": "x", P + "lb-method": "y", P + "keep-floatingip": "z"})
     assert len(result.errors) == 3
