@@ -62,6 +62,10 @@ test-fast: $(STAMP) tools-test ## the edit loop: every test not marked slow that
 test-unit: $(STAMP) ## run only the pure unit tests
 	$(BIN)/pytest -q tests/unit
 
+.PHONY: conformance
+conformance: $(STAMP) ## Octavia's API suite against the emulator, table in docs/conformance.md (CONFORMANCE_ARGS="--mode none --module pool")
+	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
+
 lint: $(STAMP) ## ruff, ruff format --check, mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -51,6 +51,14 @@ class Conflict(ApiError):  # noqa: N818 (named after the HTTP status, like webob
     default_kind = "Conflict"
 
 
+class Unsupported(ApiError):  # noqa: N818 (named after what it says, like the others)
+    """501: an option or action the provider driver cannot do (Octavia wraps the driver's
+    ``UnsupportedOptionError`` as ``ProviderUnsupportedOptionError``, status 501)."""
+
+    status = 501
+    default_kind = "ProviderUnsupportedOptionError"
+
+
 class InjectedError(ApiError):
     """An error produced by the fault injector, with the status the fault rule asked for."""
 

@@ -159,7 +159,15 @@ class OctaviaBase:
         return record
 
     def touch(self, record: Record) -> None:
+        """Set ``updated_at``: Octavia's rows take oslo.db's ``TimestampMixin``, whose
+        ``updated_at`` is set by every UPDATE of the row (``onupdate``), and by nothing else."""
         record["updated_at"] = iso_no_z(self.clock.now())
+
+    def mark(self, kind: str, record: Record, status: str) -> None:
+        """Write a new ``provisioning_status`` (an update of the row: ``updated_at`` too)."""
+        record["provisioning_status"] = status
+        self.touch(record)
+        self.store.put(kind, record)
 
     # -- quotas ---------------------------------------------------------------------------
 
@@ -204,7 +212,8 @@ class OctaviaBase:
             "lb_to": lb_to,
             "children": [list(c) for c in children],
         }
-        self.touch(lb)
+        if phase != "create":  # a create inserts the row: its updated_at stays null
+            self.touch(lb)
         self.store.put("loadbalancer", lb)
 
     def advance(self) -> None:
@@ -230,13 +239,11 @@ class OctaviaBase:
                 continue
             if final == "DELETED":
                 self.purge(kind, record)
-            else:
-                record["provisioning_status"] = final
-                self.store.put(kind, record)
+            else:  # the worker's Mark*ActiveInDB (or a revert's *ToErrorOnRevertTask)
+                self.mark(kind, record, final)
         lb = self.store.get("loadbalancer", lb["id"]) or lb
-        lb["provisioning_status"] = op["lb_to"]
         lb.pop("_op", None)
-        self.store.put("loadbalancer", lb)
+        self.mark("loadbalancer", lb, op["lb_to"])
         self.refresh_operating_status(lb["id"])
 
     def purge_lb(self, lb: Record) -> None:
@@ -281,29 +288,48 @@ class OctaviaBase:
         self.store.delete(kind, record["id"])
 
     def refresh_operating_status(self, lb_id: str) -> None:
-        """Derive operating_status as a healthy Octavia would report it."""
+        """Derive operating_status as a healthy Octavia would report it.
+
+        Octavia's health manager (``amphorae/drivers/health/heartbeat_udp.py``) sets it from
+        the amphora's report, which holds the listeners and the pools they use: a pool no
+        listener uses is not in it, so it is ``OFFLINE`` (as created, ``db/prepare.py``, or
+        again once its last listener is gone), and its members keep the status they have
+        (``NO_MONITOR``, or ``OFFLINE`` when created under a monitor). A record whose status
+        changes is an update of its row: ``updated_at`` moves; one that keeps it is untouched.
+        """
         lb = self.store.get("loadbalancer", lb_id)
         if lb is None:
             return
         lb_up = lb["provisioning_status"] not in ("PENDING_CREATE", "ERROR")
-        lb["operating_status"] = self._operating(lb, lb_up)
-        self.store.put("loadbalancer", lb)
+        self._set_operating("loadbalancer", lb, self._operating(lb, lb_up))
         monitored = set()
         for hm in self.children("healthmonitor", lb_id):
-            hm["operating_status"] = self._operating(hm, lb_up)
-            self.store.put("healthmonitor", hm)
+            self._set_operating("healthmonitor", hm, self._operating(hm, lb_up))
             if hm["provisioning_status"] == "ACTIVE" and hm["admin_state_up"]:
                 monitored.add(hm["_pool_id"])
-        for kind in ("listener", "pool"):
-            for record in self.children(kind, lb_id):
-                record["operating_status"] = self._operating(record, lb_up)
-                self.store.put(kind, record)
+        for listener in self.children("listener", lb_id):
+            self._set_operating("listener", listener, self._operating(listener, lb_up))
+        reported = set()
+        for pool in self.children("pool", lb_id):
+            status = self._operating(pool, lb_up)
+            if pool["listeners"]:
+                reported.add(pool["id"])
+            elif status != "ERROR":
+                status = "OFFLINE"
+            self._set_operating("pool", pool, status)
         for member in self.children("member", lb_id):
             status = self._operating(member, lb_up)
+            if member["_pool_id"] not in reported and status != "ERROR":
+                continue  # no report of its pool: the member keeps its status
             if status == "ONLINE" and member["_pool_id"] not in monitored:
                 status = "NO_MONITOR"
-            member["operating_status"] = status
-            self.store.put("member", member)
+            self._set_operating("member", member, status)
+
+    def _set_operating(self, kind: str, record: Record, status: str) -> None:
+        if record["operating_status"] != status:
+            record["operating_status"] = status
+            self.touch(record)
+            self.store.put(kind, record)
 
     @staticmethod
     def _operating(record: Record, lb_up: bool) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from emulator.context import AuthContext
 from emulator.errors import BadRequest, Conflict
+from emulator.octavia import providers
 from emulator.octavia import validation as v
 from emulator.octavia.loadbalancers import LoadBalancers
 from emulator.store import Record
@@ -147,7 +148,6 @@ class Listeners(LoadBalancers):
             raise BadRequest("Validation failure: inline default_pool/l7policies are not emulated.")
         lb = self.get("loadbalancer", str(body["loadbalancer_id"]), ctx)
         self.ensure_mutable(lb)
-        v.provider_supports(lb["provider"], protocol=body["protocol"])
         for other in self.children("listener", lb["id"]):
             same_family = _family(other["protocol"]) == _family(body["protocol"])
             if other["protocol_port"] == body["protocol_port"] and same_family:
@@ -158,6 +158,7 @@ class Listeners(LoadBalancers):
         listener = self.new_record("listener", ctx, body, LISTENER_FIELDS)
         listener.update({"loadbalancers": [{"id": lb["id"]}], "l7policies": [], "_lb_id": lb["id"]})
         self._check_listener_rules(lb, listener)
+        providers.check_listener(lb["provider"], listener, create=True)
         self.store.put("listener", listener)
         lb["listeners"].append({"id": listener["id"]})
         self._link_default_pool(listener, None)
@@ -190,9 +191,8 @@ class Listeners(LoadBalancers):
         old_pool = listener["default_pool_id"]
         listener.update(body)
         self._check_listener_rules(lb, listener)
-        listener["provisioning_status"] = "PENDING_UPDATE"
-        self.touch(listener)
-        self.store.put("listener", listener)
+        providers.check_listener(lb["provider"], body, create=False)
+        self.mark("listener", listener, "PENDING_UPDATE")
         self._link_default_pool(listener, old_pool)
         self.schedule(
             lb, phase="update", delay=self.timing.child, children=[("listener", rid, "ACTIVE")]
@@ -203,8 +203,7 @@ class Listeners(LoadBalancers):
         listener = self.get("listener", rid, ctx)
         lb = self.lb_for(listener)
         self.ensure_mutable(lb)
-        listener["provisioning_status"] = "PENDING_DELETE"
-        self.store.put("listener", listener)
+        self.mark("listener", listener, "PENDING_DELETE")
         self.schedule(
             lb, phase="update", delay=self.timing.child, children=[("listener", rid, "DELETED")]
         )
@@ -240,12 +239,12 @@ class Listeners(LoadBalancers):
                 "Validation failure: loadbalancer_id or listener_id must be specified."
             )
         self.ensure_mutable(lb)
-        v.provider_supports(lb["provider"], algorithm=body["lb_algorithm"])
         if listener is not None:
             if listener["default_pool_id"]:
                 raise Conflict("This listener already has a default pool")
             v.listener_pool_protocol(listener["protocol"], body["protocol"])
         pool = self.new_record("pool", ctx, body, POOL_FIELDS)
+        providers.check_pool(lb["provider"], pool, create=True)
         pool.update(
             {
                 "loadbalancers": [{"id": lb["id"]}],
@@ -260,8 +259,7 @@ class Listeners(LoadBalancers):
         children = [("pool", pool["id"], "ACTIVE")]
         if listener is not None:
             listener["default_pool_id"] = pool["id"]
-            listener["provisioning_status"] = "PENDING_UPDATE"
-            self.store.put("listener", listener)
+            self.mark("listener", listener, "PENDING_UPDATE")
             children.append(("listener", listener["id"], "ACTIVE"))
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
         return self.store.get("pool", pool["id"]) or pool
@@ -272,12 +270,9 @@ class Listeners(LoadBalancers):
         self._validate_pool(body, pool["protocol"])
         lb = self.lb_for(pool)
         self.ensure_mutable(lb)
-        if "lb_algorithm" in body:
-            v.provider_supports(lb["provider"], algorithm=body["lb_algorithm"])
+        providers.check_pool(lb["provider"], body, create=False)
         pool.update(body)
-        pool["provisioning_status"] = "PENDING_UPDATE"
-        self.touch(pool)
-        self.store.put("pool", pool)
+        self.mark("pool", pool, "PENDING_UPDATE")
         self.schedule(
             lb, phase="update", delay=self.timing.child, children=[("pool", rid, "ACTIVE")]
         )
@@ -287,8 +282,7 @@ class Listeners(LoadBalancers):
         pool = self.get("pool", rid, ctx)
         lb = self.lb_for(pool)
         self.ensure_mutable(lb)
-        pool["provisioning_status"] = "PENDING_DELETE"
-        self.store.put("pool", pool)
+        self.mark("pool", pool, "PENDING_DELETE")
         self.schedule(
             lb, phase="update", delay=self.timing.child, children=[("pool", rid, "DELETED")]
         )

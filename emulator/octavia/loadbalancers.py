@@ -13,6 +13,7 @@ from typing import Any
 
 from emulator.context import AuthContext
 from emulator.errors import BadRequest, NotFound
+from emulator.octavia import providers
 from emulator.octavia import validation as v
 from emulator.octavia.base import OctaviaBase
 from emulator.store import Record
@@ -152,6 +153,7 @@ class LoadBalancers(OctaviaBase):
     def failover_loadbalancer(self, ctx: AuthContext, rid: str) -> None:
         lb = self.get("loadbalancer", rid, ctx)
         self.ensure_lb_state(lb, allowed=("ACTIVE", "ERROR"))
+        providers.check_failover(lb["provider"])
         self.schedule(lb, phase="update", delay=self.timing.lb_update, children=[])
 
     def delete_loadbalancer(self, ctx: AuthContext, rid: str, *, cascade: bool) -> None:
@@ -168,8 +170,7 @@ class LoadBalancers(OctaviaBase):
                 "children. Delete them first or pass cascade=true."
             )
         for kind, record in kids:
-            record["provisioning_status"] = "PENDING_DELETE"
-            self.store.put(kind, record)
+            self.mark(kind, record, "PENDING_DELETE")
         self.schedule(lb, phase="delete", delay=self.timing.lb_delete, children=[])
 
     def status_tree(self, ctx: AuthContext, rid: str) -> dict[str, Any]:

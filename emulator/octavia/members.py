@@ -14,6 +14,7 @@ from typing import Any
 
 from emulator.context import AuthContext
 from emulator.errors import BadRequest, Conflict
+from emulator.octavia import providers
 from emulator.octavia import validation as v
 from emulator.octavia.listeners import Listeners
 from emulator.store import Record
@@ -81,16 +82,27 @@ _HTTP_ONLY = ("http_method", "url_path", "expected_codes", "http_version", "doma
 
 class Members(Listeners):
     def _pool_parents(self, pool: Record) -> list[tuple[str, str, str]]:
-        pool["provisioning_status"] = "PENDING_UPDATE"
-        self.store.put("pool", pool)
+        self.mark("pool", pool, "PENDING_UPDATE")
         parents = [("pool", pool["id"], "ACTIVE")]
         for ref in pool["listeners"]:
             listener = self.store.get("listener", ref["id"])
             if listener is not None:
-                listener["provisioning_status"] = "PENDING_UPDATE"
-                self.store.put("listener", listener)
+                self.mark("listener", listener, "PENDING_UPDATE")
                 parents.append(("listener", ref["id"], "ACTIVE"))
         return parents
+
+    def _listener_vips(self, pool: Record) -> list[str]:
+        """The VIP addresses of the load balancer of the pool's listeners (none when no
+        listener uses the pool): what the amphora driver holds members' IP versions to."""
+        if not pool["listeners"]:
+            return []
+        lb = self.lb_for(pool)
+        extra = [
+            str(vip["ip_address"])
+            for vip in lb.get("additional_vips") or []
+            if isinstance(vip, dict) and vip.get("ip_address")
+        ]
+        return [lb["vip_address"], *extra]
 
     def _validate_member(self, ctx: AuthContext, body: Mapping[str, Any], *, create: bool) -> None:
         if create:
@@ -113,6 +125,8 @@ class Members(Listeners):
 
     def _new_member(self, ctx: AuthContext, pool: Record, body: Mapping[str, Any]) -> Record:
         member = self.new_record("member", ctx, body, MEMBER_FIELDS)
+        # db/prepare.py create_member: NO_MONITOR, or OFFLINE when the pool has a monitor
+        member["operating_status"] = "OFFLINE" if pool["healthmonitor_id"] else "NO_MONITOR"
         member["vnic_type"] = "direct" if body.get("request_sriov") else "normal"
         member.update({"_lb_id": pool["_lb_id"], "_pool_id": pool["id"]})
         self.store.put("member", member)
@@ -134,6 +148,9 @@ class Members(Listeners):
                     f"Another member on this pool is already using ip {body['address']} on "
                     f"protocol_port {body['protocol_port']}"
                 )
+        providers.check_members(
+            lb["provider"], pool, [body], vips=self._listener_vips(pool), batch=False
+        )
         member = self._new_member(ctx, pool, body)
         children = [("member", member["id"], "ACTIVE"), *self._pool_parents(pool)]
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
@@ -156,9 +173,7 @@ class Members(Listeners):
         lb = self.lb_for(pool)
         self.ensure_mutable(lb, pool=pool)
         member.update(body)
-        member["provisioning_status"] = "PENDING_UPDATE"
-        self.touch(member)
-        self.store.put("member", member)
+        self.mark("member", member, "PENDING_UPDATE")
         children = [("member", rid, "ACTIVE"), *self._pool_parents(pool)]
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
         return member
@@ -168,8 +183,7 @@ class Members(Listeners):
         pool = self.get("pool", pool_id, ctx)
         lb = self.lb_for(pool)
         self.ensure_mutable(lb, pool=pool)
-        member["provisioning_status"] = "PENDING_DELETE"
-        self.store.put("member", member)
+        self.mark("member", member, "PENDING_DELETE")
         children = [("member", rid, "DELETED"), *self._pool_parents(pool)]
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
 
@@ -194,6 +208,9 @@ class Members(Listeners):
                 )
             seen.add(key)
         self.ensure_mutable(lb, pool=pool)
+        providers.check_members(
+            lb["provider"], pool, items, vips=self._listener_vips(pool), batch=True
+        )
         existing = {
             (m["address"], m["protocol_port"]): m
             for m in self.store.all("member", lambda m: m["_pool_id"] == pool_id)
@@ -204,17 +221,14 @@ class Members(Listeners):
             if key in existing:
                 member = existing[key]
                 member.update({k: val for k, val in item.items() if k in MEMBER_UPDATE})
-                member["provisioning_status"] = "PENDING_UPDATE"
-                self.touch(member)
-                self.store.put("member", member)
+                self.mark("member", member, "PENDING_UPDATE")
             else:
                 member = self._new_member(ctx, pool, item)
             children.append(("member", member["id"], "ACTIVE"))
         if not additive_only:
             for key, member in existing.items():
                 if key not in seen:
-                    member["provisioning_status"] = "PENDING_DELETE"
-                    self.store.put("member", member)
+                    self.mark("member", member, "PENDING_DELETE")
                     children.append(("member", member["id"], "DELETED"))
         if not children:  # Octavia's MembersController.put: a no-op batch changes no status
             return
@@ -260,6 +274,7 @@ class Members(Listeners):
         self.ensure_mutable(lb, pool=pool)
         if pool["healthmonitor_id"]:
             raise Conflict("This pool already has a health monitor")
+        providers.check_monitor(lb["provider"], body)
         hm = self.new_record("healthmonitor", ctx, body, HM_FIELDS)
         if hm["type"] in ("HTTP", "HTTPS"):
             hm["http_method"] = hm["http_method"] or "GET"
@@ -280,9 +295,7 @@ class Members(Listeners):
         lb = self.lb_for(hm)
         self.ensure_mutable(lb, pool=pool)
         hm.update(body)
-        hm["provisioning_status"] = "PENDING_UPDATE"
-        self.touch(hm)
-        self.store.put("healthmonitor", hm)
+        self.mark("healthmonitor", hm, "PENDING_UPDATE")
         children = [("healthmonitor", rid, "ACTIVE"), *self._pool_parents(pool)]
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)
         return hm
@@ -291,8 +304,7 @@ class Members(Listeners):
         hm = self.get("healthmonitor", rid, ctx)
         lb = self.lb_for(hm)
         self.ensure_mutable(lb, pool=self.store.get("pool", hm["_pool_id"]))
-        hm["provisioning_status"] = "PENDING_DELETE"
-        self.store.put("healthmonitor", hm)
+        self.mark("healthmonitor", hm, "PENDING_DELETE")
         pool = self.get("pool", hm["_pool_id"], ctx)
         children = [("healthmonitor", rid, "DELETED"), *self._pool_parents(pool)]
         self.schedule(lb, phase="update", delay=self.timing.child, children=children)

@@ -1,8 +1,9 @@
-"""Octavia's input rules: enums, ranges, protocol compatibility and provider capabilities.
+"""Octavia's input rules: enums, ranges and protocol compatibility (the API's own checks).
 
 Pure functions that raise :class:`~emulator.errors.BadRequest` with Octavia's wording
 (``Invalid input for field/attribute <field>. Value: '<value>'. <reason>``), so a wrong spec
-fails here the way it would on a real cloud, with the field named.
+fails here the way it would on a real cloud, with the field named. What a provider driver
+refuses after these checks (501) is :mod:`emulator.octavia.providers`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,6 @@ LISTENER_POOL_PROTOCOLS: Mapping[str, tuple[str, ...]] = {
     "UDP": ("UDP",),
     "SCTP": ("SCTP",),
     "PROMETHEUS": (),
-}
-# provider -> (algorithms, listener protocols) it supports
-PROVIDER_CAPABILITIES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "amphora": (LB_ALGORITHMS[:3], LISTENER_PROTOCOLS),
-    "octavia": (LB_ALGORITHMS[:3], LISTENER_PROTOCOLS),
-    "ovn": (("SOURCE_IP_PORT",), ("TCP", "UDP", "SCTP")),
 }
 _EXPECTED_CODES = re.compile(r"^\d{3}((-\d{3})|(,\d{3})*)$")
 
@@ -116,24 +111,6 @@ def listener_pool_protocol(listener_protocol: str, pool_protocol: str) -> None:
         raise BadRequest(
             f"Validation failure: The pool protocol '{pool_protocol}' is invalid while the "
             f"listener protocol is '{listener_protocol}'."
-        )
-
-
-def provider_supports(
-    provider: str, *, algorithm: str | None = None, protocol: str | None = None
-) -> None:
-    algorithms, protocols = PROVIDER_CAPABILITIES.get(provider, (LB_ALGORITHMS, LISTENER_PROTOCOLS))
-    if algorithm is not None and algorithm not in algorithms:
-        raise BadRequest(
-            f"Provider '{provider}' does not support a requested option: "
-            f"{provider} driver does not support {algorithm} algorithm. "
-            f"Use one of: {', '.join(algorithms)}."
-        )
-    if protocol is not None and protocol not in protocols:
-        raise BadRequest(
-            f"Provider '{provider}' does not support a requested option: "
-            f"{provider} driver does not support {protocol} protocol. "
-            f"Use one of: {', '.join(protocols)}."
         )
 
 

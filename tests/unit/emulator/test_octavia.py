@@ -8,7 +8,7 @@ import pytest
 
 from emulator.cloud import Cloud
 from emulator.context import AuthContext
-from emulator.errors import BadRequest, Conflict, Forbidden
+from emulator.errors import BadRequest, Conflict, Forbidden, Unsupported
 from emulator.faults import FaultConfig, LbFault
 from emulator.store import Record
 from emulator.timing import ManualClock
@@ -81,7 +81,7 @@ def test_validation_errors_name_the_field(
         cloud.octavia.create_pool(
             ctx, {"listener_id": listener["id"], "protocol": "UDP", "lb_algorithm": "ROUND_ROBIN"}
         )
-    with pytest.raises(BadRequest, match="does not support a requested option"):
+    with pytest.raises(Unsupported, match="does not support a requested option"):  # 501
         cloud.octavia.create_pool(
             ctx,
             {"listener_id": listener["id"], "protocol": "TCP", "lb_algorithm": "SOURCE_IP_PORT"},
