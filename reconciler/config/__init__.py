@@ -38,7 +38,7 @@ converter, the key tables), :mod:`.checks` (checks across keys, refusals), :mod:
 :mod:`.subnet_match`. Imports nothing of the project (the lowest layer); everything may import it.
 """
 
-from reconciler.config.checks import AMPHORA_PROVIDERS, LB_METHODS
+from reconciler.config.checks import LB_METHODS, method_unsupported
 from reconciler.config.keys import parse_go_duration
 from reconciler.config.parse import parse_cloud_conf
 from reconciler.config.settings import (
@@ -54,7 +54,6 @@ from reconciler.config.settings import (
 )
 
 __all__ = [
-    "AMPHORA_PROVIDERS",
     "LB_METHODS",
     "AuthConfig",
     "CloudConfig",
@@ -64,6 +63,7 @@ __all__ = [
     "LoadBalancerConfig",
     "Secret",
     "default_config",
+    "method_unsupported",
     "parse_cloud_conf",
     "parse_go_duration",
     "with_overrides",

@@ -28,6 +28,7 @@ __all__ = [
     "check_global",
     "check_load_balancer",
     "check_matchers",
+    "method_unsupported",
     "refuse_unsupported",
     "warn_global",
     "warn_load_balancer",
@@ -53,6 +54,18 @@ def check_matchers(section: str, pattern: str, tags: str) -> list[ConfigIssue]:
     return out
 
 
+def method_unsupported(provider: str, method: str) -> tuple[str, str] | None:
+    """(reason, fix) when ``provider``'s driver refuses the load-balancing ``method``: ovn takes
+    only SOURCE_IP_PORT, the amphora driver all but it (Octavia's 501, once the load balancer is
+    made); None when it takes it. The one rule for cloud.conf and the annotation alike."""
+    if provider == "ovn" and method != "SOURCE_IP_PORT":
+        return "is not supported by the ovn provider", "use SOURCE_IP_PORT"
+    if provider in AMPHORA_PROVIDERS and method == "SOURCE_IP_PORT":
+        fix = "use ROUND_ROBIN, LEAST_CONNECTIONS or SOURCE_IP"
+        return f"is not supported by the {provider} provider (cloud.conf lb-provider)", fix
+    return None
+
+
 def check_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
     s, out = "LoadBalancer", []
     if lb.lb_version not in ("", "v2"):
@@ -60,15 +73,8 @@ def check_load_balancer(lb: LoadBalancerConfig) -> list[ConfigIssue]:
     if lb.lb_method not in LB_METHODS:
         fix = "use one of " + ", ".join(LB_METHODS)
         out.append(ConfigIssue(s, "lb-method", lb.lb_method, "unknown algorithm", fix))
-    elif lb.lb_provider == "ovn" and lb.lb_method != "SOURCE_IP_PORT":
-        reason = "the ovn provider only supports SOURCE_IP_PORT"
-        out.append(
-            ConfigIssue(s, "lb-method", lb.lb_method, reason, "set lb-method=SOURCE_IP_PORT")
-        )
-    elif lb.lb_provider in AMPHORA_PROVIDERS and lb.lb_method == "SOURCE_IP_PORT":
-        reason = f"the {lb.lb_provider} provider does not support SOURCE_IP_PORT"
-        fix = "set lb-method=ROUND_ROBIN, LEAST_CONNECTIONS or SOURCE_IP"
-        out.append(ConfigIssue(s, "lb-method", lb.lb_method, reason, fix))
+    elif (refused := method_unsupported(lb.lb_provider, lb.lb_method)) is not None:
+        out.append(ConfigIssue(s, "lb-method", lb.lb_method, *refused))
     if lb.monitor_timeout > lb.monitor_delay:
         reason = f"longer than monitor-delay ({lb.monitor_delay.total_seconds():g}s)"
         fix = "make monitor-timeout at most monitor-delay"

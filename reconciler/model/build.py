@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.config import AMPHORA_PROVIDERS, LB_METHODS, CloudConfig, LoadBalancerConfig
+from reconciler.config import LB_METHODS, CloudConfig, LoadBalancerConfig, method_unsupported
 from reconciler.model import annotations as a
 from reconciler.model import naming, network, traffic
 from reconciler.model import nodes as node_rules
@@ -59,15 +59,8 @@ def _lb_method(
         return lb.lb_method, [
             ValidationError(where, method, "is not a load-balancing algorithm", fix)
         ]
-    if lb.lb_provider == "ovn" and method != "SOURCE_IP_PORT":
-        reason = "is not supported by the ovn provider"
-        return method, [ValidationError(where, method, reason, "use SOURCE_IP_PORT")]
-    if lb.lb_provider in AMPHORA_PROVIDERS and method == "SOURCE_IP_PORT":
-        # refused here, not by Octavia's 501 after the load balancer was made
-        reason = f"is not supported by the {lb.lb_provider} provider (cloud.conf lb-provider)"
-        fix = "use ROUND_ROBIN, LEAST_CONNECTIONS or SOURCE_IP"
-        return method, [ValidationError(where, method, reason, fix)]
-    return method, []
+    refused = method_unsupported(lb.lb_provider, method)
+    return method, [ValidationError(where, method, *refused)] if refused is not None else []
 
 
 def _node_selector(
