@@ -351,7 +351,7 @@ class StackHandle:
                 rest=rest,
                 carried=self.carried_imports_of(),
                 lost=lost_lookups(spec) if spec is not None else (),
-                orphans=lost_children(spec) if spec is not None else (),
+                orphans=lost_children(spec, self.configured_spec_of()) if spec is not None else (),
                 store=self.engine.store_or_none(),
             )
         except BucketError as exc:

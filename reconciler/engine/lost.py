@@ -17,10 +17,12 @@ does the same on its listener or pool.
 
 So after an ``up`` that did not finish, each listener, pool and monitor the spec wants and the
 state lacks is looked for on our own load balancer by what identifies it (name, port, parent)
-(:func:`lost_children`), and a found one is deleted, not adopted: the next ``up`` creates it as
-the spec says now. An import would fail for ever if the spec changed meanwhile (Pulumi refuses
-an import whose inputs differ), and a child the state never had carries no traffic the Service
-relies on.
+(:func:`lost_children`; and those of the spec that ``up`` was given, read back from the
+stack's configuration: a port changed again before the retry left the old port's lost pool in
+the cloud for ever, found by the CI chaos run, seed 7), and a found one is deleted, not
+adopted: the next ``up`` creates it as the spec says now. An import would fail for ever if the
+spec changed meanwhile (Pulumi refuses an import whose inputs differ), and a child the state
+never had carries no traffic the Service relies on.
 
 A lookup's ``find_by`` may refer to its parent as ``@<logical name>``: the parent's ID from the
 state, or from what an earlier lookup found (a lost listener's lost pool); :func:`resolve`
@@ -155,8 +157,20 @@ def lost_lookups(spec: LoadBalancerSpec) -> list[PendingCreate]:
     return out
 
 
-def lost_children(spec: LoadBalancerSpec) -> list[PendingCreate]:
-    """The listeners, pools and monitors of ``spec`` to look for, parents first."""
+def lost_children(spec: LoadBalancerSpec, *earlier: LoadBalancerSpec | None) -> list[PendingCreate]:
+    """The listeners, pools and monitors of ``spec`` to look for, parents first; then those of
+    each ``earlier`` spec (the one the ``up`` that did not finish was given) that ``spec`` does
+    not name: a port changed again before the retry must not leave the old port's lost object
+    behind (found by the CI chaos run, seed 7: "2 pools for 1 listeners")."""
+    out = _children(spec)
+    for other in earlier:
+        if other is not None:
+            named = {lookup.name for lookup in out}
+            out += [lookup for lookup in _children(other) if lookup.name not in named]
+    return out
+
+
+def _children(spec: LoadBalancerSpec) -> list[PendingCreate]:
     if spec.existing_lb_id:
         return []
     out = []

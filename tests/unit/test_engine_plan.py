@@ -13,7 +13,13 @@ from reconciler.engine.errors import (
     QuotaError,
     error_class,
 )
-from reconciler.engine.lost import carried_imports, lost_lookups, pending_creates, unsettled
+from reconciler.engine.lost import (
+    carried_imports,
+    lost_children,
+    lost_lookups,
+    pending_creates,
+    unsettled,
+)
 from reconciler.engine.plan import (
     HASH_TAG,
     OWNS_TAG,
@@ -215,6 +221,30 @@ def test_lost_lookups_are_the_load_balancer_and_floating_ip_the_spec_wants() -> 
     assert [p.name for p in lost_lookups(internal)] == ["lb"]
     shared = spec_of({"loadbalancer.openstack.org/load-balancer-id": UUID1})
     assert lost_lookups(shared) == []  # another stack's load balancer: nothing of ours to find
+
+
+def test_lost_children_include_those_of_the_spec_the_unfinished_up_was_given() -> None:
+    """A port changed again before the retry: the old port's lost objects are looked for too
+    (the CI chaos run's "2 pools for 1 listeners"), after the new spec's, each name once."""
+
+    def ports(*numbers: int) -> list[dict[str, object]]:
+        return [
+            {"name": f"p{n}", "port": n, "protocol": "TCP", "nodePort": 30000 + n} for n in numbers
+        ]
+
+    now, before = spec_of(ports=ports(9443)), spec_of(ports=ports(80, 8443))
+    names = [p.name for p in lost_children(now, before)]
+    assert names == [
+        "listener-tcp-9443",
+        "pool-tcp-9443",
+        "listener-tcp-80",
+        "pool-tcp-80",
+        "listener-tcp-8443",
+        "pool-tcp-8443",
+    ]
+    assert [p.name for p in lost_children(now, now, None)] == names[:2]
+    old_pool = lost_children(now, before)[5]
+    assert old_pool.find_by["listenerId"] == "@listener-tcp-8443"  # its own listener's ID
 
 
 def test_carried_imports_are_read_from_the_stack_config_file() -> None:

@@ -63,3 +63,42 @@ def test_a_port_change_whose_create_answer_was_lost_converges(
 
     assert stack.delete().existed
     assert env.cloud.lbs() == []
+
+
+@pytest.mark.parametrize(
+    "operation",
+    ["octavia.listener.create", "octavia.pool.create", "octavia.healthmonitor.create"],
+)
+def test_a_lost_create_then_another_port_change_leaves_nothing_behind(
+    fault_env: tuple[Env, str], operation: str
+) -> None:
+    """Found by the CI chaos run (seed 7, "2 pools for 1 listeners"): the object whose create
+    answer was lost belongs to a port the Service no longer has when the engine next tries. The
+    recovery looked only for what the *new* spec wants, so the old port's object stayed in the
+    cloud, unknown to the state, for ever. It must be found by the spec the failed ``up`` was
+    given (the stack's config) and deleted."""
+    env, _admin = fault_env
+    config = env.config(load_balancer="create-monitor = true")
+    name = "relost-" + operation.split(".")[1]
+    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
+        service=spec_for(stored_service(name, ports=_ports(443)), config).service
+    )
+    stack.ensure(spec_for(stored_service(name, ports=_ports(443)), config))
+
+    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
+    with pytest.raises(EngineError):
+        stack.ensure(spec_for(stored_service(name, ports=_ports(8443)), config))
+    env.cloud.clear_faults()
+
+    # the port changes again before the engine retries
+    moved = spec_for(stored_service(name, ports=_ports(9443)), config)
+    assert stack.ensure(moved).changed
+    cloud = env.cloud.inventory()
+    listener = only(cloud["listeners"])
+    assert listener["protocol_port"] == 9443
+    pool = only(cloud["pools"])
+    assert listener["default_pool_id"] == pool["id"]
+    assert only(cloud["healthmonitors"])["pools"] == [{"id": pool["id"]}]
+
+    assert stack.delete().existed
+    assert env.cloud.lbs() == []
