@@ -213,8 +213,10 @@ def test_the_update_is_marked_pending_then_recorded() -> None:
 
     wanted = after.listeners[0].pool.members
     read = {POOL_ID: [cloud_member(m, f"id-{m.name}") for m in reversed(wanted)]}
+    as_read = copy.deepcopy(pending)
     done = updated_deployment(pending, update, read, now="2026-11-26T10:00:00.000000Z")
     assert done is not None
+    assert pending == as_read  # the input is not changed (nested objects are shared, not copied)
     assert "pending_operations" not in done
     assert done["resources"][1] == {
         **provider_members(after),
