@@ -409,6 +409,18 @@ def test_the_checkpoint_is_read_where_the_cli_reads_it(tmp_path: Path) -> None:
     assert store.read_checkpoint("c.ns.web") is None  # newest is zstd: this code does not read it
 
 
+def test_the_checkpoint_version_is_the_one_a_read_gives(tmp_path: Path) -> None:
+    """A writer's check that no one wrote since it read, without parsing the state again."""
+    store = StateStore(FileBucket(tmp_path, url=tmp_path.as_uri()))
+    assert store.checkpoint_version("c.ns.web") is None
+    path = _checkpoint_file(store, "c.ns.web", ".json", {"version": 3, "checkpoint": {"n": 1}})
+    read = store.read_checkpoint("c.ns.web")
+    assert read is not None
+    assert store.checkpoint_version("c.ns.web") == (read.key, read.version)
+    path.write_text('{"version": 3, "checkpoint": {"n": 2}}')
+    assert store.checkpoint_version("c.ns.web") not in (None, (read.key, read.version))
+
+
 def test_one_stack_s_checkpoint_is_found_without_listing_every_stack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

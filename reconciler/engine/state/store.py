@@ -281,6 +281,13 @@ class StateStore:
                     found.setdefault(rest[: -len(end)], []).append(obj)
         return {name: newest_checkpoint(objs, prefix + name) or "" for name, objs in found.items()}
 
+    def checkpoint_version(self, stack: str) -> tuple[str, str] | None:
+        """The key and version :meth:`read_checkpoint` would give, without parsing the state
+        (a writer's check that no one wrote since it read)."""
+        key = self.checkpoint_key(stack)
+        got = self.bucket.read_versioned(key) if key is not None else None
+        return (key, got[1]) if key is not None and got is not None else None
+
     def read_checkpoint(self, stack: str, *, key: str | None = None) -> Checkpoint | None:
         """The stack's checkpoint as the CLI would read it (:meth:`checkpoint_key`, or ``key``
         from :meth:`checkpoint_keys`), with the version a conditional write compares; None
