@@ -195,7 +195,14 @@ class LoadBalancerSpec:
         return _decode(cls, body)
 
     def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        """The spec as JSON, keys sorted; made once per spec (it is immutable) and kept."""
+        cached = self.__dict__.get("_canonical_json")
+        if cached is None:
+            cached = json.dumps(
+                self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+            )
+            object.__setattr__(self, "_canonical_json", cached)  # frozen: not a field
+        return str(cached)
 
     def spec_hash(self) -> str:
         return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
