@@ -181,11 +181,10 @@ def _unchanged(
     changed since the plan was made from them; None (logged) when another writer wrote."""
     try:
         now_tags, tags_version = store.tags_versioned(ss.name)
-        again = store.read_checkpoint(ss.name)
+        again = store.checkpoint_version(ss.name)
     except BucketError as exc:
         raise ss.engine.error(exc, stack=ss.name, doing="reading the backend") from None
-    same = again is not None and (again.key, again.version) == (read.key, read.version)
-    if same and now_tags == dict(tags) and tags_version is not None:
+    if again == (read.key, read.version) and now_tags == dict(tags) and tags_version is not None:
         return tags_version
     log.info(
         "stack %s: written by another since the members change was planned; it is made by "
@@ -272,11 +271,15 @@ def _conflict(ss: StackHandle, exc: WriteConflictError) -> ConflictError:
 def _put_members(
     ss: StackHandle, rest: OpenStackRest, lb_id: str, update: MembersUpdate
 ) -> dict[str, Sequence[Mapping[str, Any]]]:
-    """Step 3: each pool's batch ``PUT``, the wait for the load balancer, the members read."""
+    """Step 3: each pool's batch ``PUT``, the wait for the load balancer, the members read.
+    The ``PUT`` is sent at once: Octavia refuses it (409) unless the load balancer is
+    ``ACTIVE``, and only then is the load balancer looked at and waited for (a look before each
+    ``PUT`` was a sixth of a members change's cloud calls)."""
     try:
         for pool in update.pools:
             put = functools.partial(_put, ss, rest, pool.pool_id, request_members(pool.members))
-            _when_active(ss, rest, lb_id, put)
+            if not put():
+                _when_active(ss, rest, lb_id, put)
             _when_active(ss, rest, lb_id, lambda: True)
         return {pool.pool_id: rest.pool_members(pool.pool_id) for pool in update.pools}
     except OpenStackRestError as exc:  # the cloud's own words, classed by its answer
@@ -284,12 +287,13 @@ def _put_members(
 
 
 def _put(ss: StackHandle, rest: OpenStackRest, pool_id: str, body: list[dict[str, Any]]) -> bool:
-    """The batch ``PUT``; False when Octavia refused it for a ``PENDING_*`` load balancer."""
+    """The batch ``PUT``; False when Octavia refused it for a load balancer not ``ACTIVE``
+    (409): :func:`_when_active` then waits, or says it is in ``ERROR``."""
     ss.engine.fence("updating members", stack=ss.name)
     try:
         rest.replace_members(pool_id, body)
     except OpenStackRestError as exc:
-        if exc.conflict:  # 409: it went PENDING_* meanwhile; wait and try again
+        if exc.conflict:  # PENDING_*: wait and try again; ERROR: say so
             return False
         raise
     return True
