@@ -1,8 +1,9 @@
 """The cloud that exists at start: identity, networks and Octavia options, from a file or defaults.
 
 The default topology needs no setup calls: a ``Default`` domain, a ``demo`` project with a
-``demo`` user (password ``demo-password``) and an application credential, an ``admin`` project
-and user, an external network ``public`` with a floating-IP subnet, and a tenant network
+``demo`` user (password ``demo-password``) and an application credential, a ``viewer`` user
+with only the ``reader`` role there (``viewer-password``), an ``admin`` project and user, an
+external network ``public`` with a floating-IP subnet, and a tenant network
 ``private`` with a subnet for VIPs and members. IDs are derived from names (UUIDv5), so they are
 the same on every run unless the file sets them.
 
@@ -42,6 +43,12 @@ DEFAULT_TOPOLOGY: dict[str, Any] = {
             "password": "admin-password",
             "domain": "default",
             "projects": {"admin": ["admin"], "demo": ["admin"]},
+        },
+        {  # may read the demo project's objects, not make any (Keystone's reader role)
+            "name": "viewer",
+            "password": "viewer-password",
+            "domain": "default",
+            "projects": {"demo": ["reader"]},
         },
     ],
     "application_credentials": [

@@ -23,6 +23,7 @@ from reconciler.cli.adopt import (
     list_services_nodes_stacks,
 )
 from reconciler.cli.common import (
+    EXIT_CHANGES,
     CommandError,
     cluster_id,
     controller_settings,
@@ -40,7 +41,8 @@ from reconciler.cli.preflight_plan import (
 )
 from reconciler.cli.terminal import Style, progress
 from reconciler.config import Secret
-from reconciler.engine.openstack.client import OpenStackRestError
+from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.roles import missing_write_role
 from reconciler.engine.stack import Engine
 from reconciler.model.naming import named_under_other_clusters
 from reconciler.model.predicates import external_address
@@ -67,7 +69,9 @@ verdicts:
   second-lb   a load balancer is named for it under another cluster name: a second one
 
 exit codes: 0 every Service keeps its load balancer and IP (or is new); 2 some would be
-updated, refused or are invalid; 1 some would get a new IP or a second load balancer.
+updated, refused or are invalid, or the credential lacks a role that may make load balancers
+(the controller would not start: the role is named); 1 some would get a new IP or a second
+load balancer.
 
 examples:
   lb-reconciler preflight --cloud-config cloud.conf --cluster-name kubernetes
@@ -110,6 +114,12 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     with progress("listing Services, Nodes, stacks and load balancers"):
         services, skipped, nodes, stacks = list_services_nodes_stacks(args, settings, engine)
         rest = logged_in(engine)
+        roles, project = _roles(rest)
+        why = missing_write_role(roles, project=project)
+        if why is not None:  # every Service would be refused: say so once, not per Service
+            raise CommandError(
+                f"{why}; the controller would not start with this credential", code=EXIT_CHANGES
+            )
         try:
             lb_names = [str(lb.get("name") or "") for lb in rest.load_balancers()]
         except OpenStackRestError as exc:
@@ -151,6 +161,15 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     verdicts.sort(key=lambda v: v.service)
     _write(args.output, verdicts)
     return exit_code(verdicts)
+
+
+def _roles(rest: OpenStackRest) -> tuple[list[str], str]:
+    """The credential's roles and project (:meth:`OpenStackRest.roles`)."""
+    try:
+        roles, project = rest.roles()
+    except OpenStackRestError as exc:
+        raise CommandError(f"reading the credential's roles: {exc}") from None
+    return roles, project
 
 
 def _write(output: str, verdicts: list[Verdict]) -> None:

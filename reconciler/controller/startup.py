@@ -2,7 +2,9 @@
 named rather than a controller that starts and does harm:
 
 * the cluster's identity (the kube-system namespace's UID; a warning when it cannot be read);
-* the OpenStack login and catalog (every delete depends on them);
+* the OpenStack login and catalog (every delete depends on them), and a role that may make load
+  balancers in the token (a ``reader``-only credential would accept Services it cannot serve:
+  :mod:`reconciler.engine.openstack.roles`);
 * ``--cluster-name``: when no Service with an external IP has a load balancer named for it under
   this cluster name and some have one under another name, the controller would give those
   Services new load balancers and new IPs beside OCCM's (OCCM ran with another
@@ -29,6 +31,7 @@ __all__ = [
     "cloud_login",
     "cluster_identity",
     "read_cluster_identity",
+    "write_role",
 ]
 
 _log = logging.getLogger("reconciler.controller.runner")
@@ -79,7 +82,26 @@ def cloud_login(engine: Engine) -> int | None:
         )
         return EXIT_CONFIG if settings else EXIT_FAILURE
     _log.info("logged in to OpenStack", extra={"auth_url": engine.settings.auth.auth_url})
-    return None
+    return write_role(engine)
+
+
+def write_role(engine: Engine) -> int | None:
+    """None when the credential's token holds a role that may make load balancers
+    (:mod:`reconciler.engine.openstack.roles`; read from the token, nothing is written), else
+    :data:`EXIT_CONFIG` after an error log naming the role to grant."""
+    from reconciler.engine.openstack.client import OpenStackRestError
+    from reconciler.engine.openstack.roles import missing_write_role
+
+    try:
+        roles, project = engine.rest().roles()
+    except OpenStackRestError as exc:
+        _log.warning("cannot read the credential's roles; going on", extra={"error": str(exc)})
+        return None
+    why = missing_write_role(roles, project=project)
+    if why is None:
+        return None
+    _log.error(f"{why}; not starting", extra={"auth_url": engine.settings.auth.auth_url})
+    return EXIT_CONFIG
 
 
 def _with_external_ip(services: list[dict[str, Any]]) -> list[tuple[str, str]]:

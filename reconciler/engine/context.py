@@ -43,10 +43,13 @@ from reconciler.engine.errors import (
     NotLeaderError,
     engine_error,
     fault_class,
+    policy_refusal_in,
+    refused_by_policy,
 )
 from reconciler.engine.failure_text import CloudFault
 from reconciler.engine.lb_tags import LoadBalancerLocks
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
+from reconciler.engine.openstack.roles import forbidden_hint
 from reconciler.engine.program_channels import use_own_connections
 from reconciler.engine.provider_config import provider_env, secret_values
 from reconciler.engine.redact import redact
@@ -339,16 +342,27 @@ class EngineContext:
         keep = (stack, f"{PROJECT}-{stack}") if stack else ()
         text = redact(str(exc), self._secrets, keep=keep)
         if isinstance(exc, OpenStackRestError):  # the engine's own request: classed by its answer
-            cls = (
-                CloudUnavailableError  # no answer: unreachable, TLS, timeout
-                if exc.status is None
-                else fault_class(
-                    CloudFault(exc.status, exc.method, exc.path, exc.cloud_message, exc.kind)
-                )
-            )
-            return cls(f"{doing} of {subject or f'stack {stack}'} failed: {text}", stack=stack)
+            fault = CloudFault(exc.status or 0, exc.method, exc.path, exc.cloud_message, exc.kind)
+            # no answer (unreachable, TLS, timeout): the cloud is unavailable
+            cls = CloudUnavailableError if exc.status is None else fault_class(fault)
+            text = f"{doing} of {subject or f'stack {stack}'} failed: {text}"
+            if exc.status is not None and refused_by_policy(fault):
+                text = f"{text}; {self._role_hint()}"
+            return cls(text, stack=stack)
         error = engine_error(text, doing=doing, subject=subject or f"stack {stack}", stack=stack)
-        return type(error)(redact(str(error), self._secrets, keep=keep), stack=stack)
+        message = redact(str(error), self._secrets, keep=keep)
+        if policy_refusal_in(text):
+            message = f"{message}; {self._role_hint()}"
+        return type(error)(message, stack=stack)
+
+    def _role_hint(self) -> str:
+        """What a refusal by the cloud's policy adds to its Warning: the roles the credential
+        holds (from its token; unknown when that cannot be had) and the ones wanted."""
+        roles: list[str] | None = None
+        project = self.settings.auth.tenant_name or self.settings.auth.tenant_id
+        with contextlib.suppress(OpenStackRestError):
+            roles, project = self.rest().roles()
+        return forbidden_hint(roles, project=project)
 
     def rest(self) -> OpenStackRest:
         """The engine's OpenStack client: one for every stack and thread, so one login (its

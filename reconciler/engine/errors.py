@@ -68,6 +68,8 @@ __all__ = [
     "engine_error",
     "error_class",
     "fault_class",
+    "policy_refusal_in",
+    "refused_by_policy",
 ]
 
 # how the controller retries a failure (reconciler.controller.backend.Failure's values)
@@ -212,6 +214,16 @@ def error_class(text: str) -> type[EngineError]:
         if pattern.search(said):
             return cls
     return InternalError
+
+
+def refused_by_policy(fault: CloudFault) -> bool:
+    """A 403 that is not a quota: the cloud's policy refused the credential (a missing role)."""
+    return fault.status == 403 and fault_class(fault) is not QuotaError
+
+
+def policy_refusal_in(text: str) -> bool:
+    """Whether the output of a failed operation holds a refusal by the cloud's policy."""
+    return any(refused_by_policy(f) for f in cloud_faults(text))
 
 
 def engine_error(text: str, *, doing: str, subject: str, stack: str) -> EngineError:

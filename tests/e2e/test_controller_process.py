@@ -535,6 +535,44 @@ def test_a_replica_that_cannot_log_in_says_so_and_never_takes_the_lease(
     assert any(r.get("msg") == "logged in to OpenStack" for r in good.log_records())
 
 
+def test_a_replica_whose_credential_can_only_read_names_the_role_and_never_takes_the_lease(
+    cluster: Cluster, emu: EmulatorHandle, tmp_path: Path
+) -> None:
+    """Issue 41: a credential with only ``reader`` logs in, and every write it makes would be
+    refused (403). The controller says so at start, from the token's roles (nothing written),
+    naming the role to grant, instead of taking Services it cannot serve."""
+    c = cluster
+    topo = emu.topology()
+    good_text = c.setup.cloud_conf.read_text()
+    reader = tmp_path / "reader-cloud.conf"
+    reader.write_text(
+        good_text.replace(f"username = {topo['username']}", "username = viewer").replace(
+            f"password = {topo['password']}", "password = viewer-password"
+        )
+    )
+    assert "username = viewer" in reader.read_text()
+    path = "/apis/coordination.k8s.io/v1/namespaces/lb-reconciler/leases/lb-reconciler"
+    with contextlib.suppress(KubeError):
+        c.kube.request(method="DELETE", path=path)
+    refused = ControllerProcess(
+        replace(c.setup, cloud_conf=reader), identity="reader", args=FAST_LEASE
+    )
+    c.replicas.append(refused.start())
+    assert refused.proc is not None
+    assert refused.proc.wait(timeout=120) == 2
+    said = [r["msg"] for r in refused.log_records() if r.get("level") == "error"]
+    assert said == [
+        "the OpenStack credential's roles on project 'demo' are reader: it can read load "
+        "balancers but not make them; it needs the role 'member' on the project (Octavia's and "
+        "Neutron's default policy), or 'load-balancer_member' where the cloud runs Octavia's "
+        "advanced policy. Ask the cloud's administrator: openstack role add --user <user> "
+        "--project demo member; not starting"
+    ]
+    with pytest.raises(KubeError) as missing:
+        c.kube.get(path)
+    assert missing.value.not_found  # never asked for, so never held
+
+
 # -- bad input next to good ---------------------------------------------------------------------
 
 INVALID_ANNOTATIONS: list[tuple[str, str]] = [
@@ -586,6 +624,45 @@ def test_invalid_annotations_warn_and_valid_services_get_ips(cluster: Cluster) -
     for name in valid:
         eventually(lambda n=name: c.gone(n), what=f"{name} deleted")  # type: ignore[misc]
     assert c.cloud.created() == {}
+
+
+def test_source_ip_port_on_amphora_is_refused_before_the_cloud_and_the_rest_still_works(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Issue 41: Octavia's amphora driver answers 501 to a pool with ``SOURCE_IP_PORT``, after
+    the load balancer and listener are made. With cloud.conf naming the amphora provider, the
+    Service's annotation is refused before any call: a Warning naming the option and the
+    provider, nothing in the cloud; once the annotation goes, the Service gets its IP."""
+    c = cluster
+    conf = tmp_path / "amphora-cloud.conf"
+    conf.write_text(
+        c.setup.cloud_conf.read_text().replace(
+            "[LoadBalancer]", "[LoadBalancer]\nlb-provider = amphora"
+        )
+    )
+    assert "lb-provider = amphora" in conf.read_text()
+    proc = ControllerProcess(replace(c.setup, cloud_conf=conf), identity="amphora", args=FAST_LEASE)
+    c.replicas.append(proc.start())
+    c.create("hashed", annotations={LB + "lb-method": "SOURCE_IP_PORT"})
+    warning = eventually(
+        lambda: c.event("hashed", "SyncLoadBalancerFailed"), what="a Warning for hashed"
+    )
+    assert warning["type"] == "Warning"
+    assert "lb-method" in warning["message"]
+    assert "SOURCE_IP_PORT" in warning["message"]
+    assert "amphora provider" in warning["message"]
+    assert c.lbs_named("hashed") == []  # nothing half made
+    assert not c.get("hashed")["metadata"].get("finalizers")
+    c.kube.patch(c.svc_path("hashed"), {"metadata": {"annotations": {LB + "lb-method": None}}})
+    eventually(
+        lambda: c.ingress_ip("hashed"), what="an IP once the annotation is gone", timeout=300
+    )
+    (lb,) = c.lbs_named("hashed")
+    pools = c.cloud.inventory()["pools"]
+    mine = [p["lb_algorithm"] for p in pools if p["name"].endswith(lb["name"])]
+    assert mine == ["ROUND_ROBIN"]
+    c.kube.request(method="DELETE", path=c.svc_path("hashed"))
+    eventually(lambda: c.gone("hashed"), what="hashed deleted")
 
 
 # -- drift -------------------------------------------------------------------------------------

@@ -227,3 +227,23 @@ def test_a_take_over_that_adds_a_listener_is_an_update_with_what_it_creates(
     assert text.endswith("1 update\n"), text
     assert json.dumps(cloud.inventory(), sort_keys=True) == before  # nothing made
     occm.remove(beside.conn, made)
+
+
+def test_a_credential_that_can_only_read_is_named_with_the_role_it_lacks(
+    beside: BesideOccm, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: preflight says what the controller would say at start (exit 2), once, naming
+    the role, rather than a verdict per Service that its writes would all be refused."""
+    b = beside
+    b.conf.write_text(
+        b.conf.read_text()
+        .replace(f"username = {b.topo['username']}", "username = viewer")
+        .replace(f"password = {b.topo['password']}", "password = viewer-password")
+    )
+    before = tree_hash(b.state)
+    assert b.preflight() == 2
+    err = capsys.readouterr().err
+    assert "the OpenStack credential's roles on project 'demo' are reader" in err
+    assert "it needs the role 'member' on the project" in err
+    assert "the controller would not start with this credential" in err
+    assert tree_hash(b.state) == before

@@ -377,10 +377,48 @@ def test_the_engines_own_request_is_classed_by_the_clouds_answer(
         path=path,
         cloud_message=said,
     )
-    engine = SimpleNamespace(_secrets=["secret-pw"])
+    engine = SimpleNamespace(
+        _secrets=["secret-pw"], _role_hint=lambda: "the credential holds reader on project 'p'"
+    )
     error = Engine.error(engine, failure, stack=STACK, doing="delete")  # type: ignore[arg-type]
     assert type(error) is cls
+    hint = "; the credential holds reader on project 'p'" if status == 403 else ""
     assert str(error) == (
         f"delete of stack {STACK} failed: the cloud answered {status} to DELETE {path}: "
-        "Policy does not allow this request to be performed with [secret]."
+        f"Policy does not allow this request to be performed with [secret].{hint}"
     )
+
+
+def test_a_refusal_by_policy_names_the_roles_the_credential_holds_and_the_one_it_needs() -> None:
+    """A 403 that is not a quota, from a ``pulumi`` run or the engine's own request: the
+    Warning says which roles the token holds (Keystone's answer) and which the policy wants."""
+    rest = SimpleNamespace(roles=lambda: (["reader"], "demo"))
+    auth = SimpleNamespace(tenant_name="from-config", tenant_id="")
+    engine = SimpleNamespace(_secrets=[], rest=lambda: rest, settings=SimpleNamespace(auth=auth))
+    engine._role_hint = lambda: Engine._role_hint(engine)  # type: ignore[arg-type]
+    said = (
+        "error: 1 error occurred:\n\t* creating openstack_lb_loadbalancer_v2: Expected HTTP "
+        "response code [201 202] when accessing [POST http://o/v2/lbaas/loadbalancers], but "
+        'got 403 instead: {"faultcode": "Client", "faultstring": "Policy does not allow this '
+        'request to be performed.", "debuginfo": null}'
+    )
+    error = Engine.error(engine, RuntimeError(said), stack=STACK, doing="up")  # type: ignore[arg-type]
+    assert type(error) is InvalidConfigError
+    assert "Policy does not allow this request to be performed." in str(error)
+    assert str(error).endswith(
+        "; the credential holds reader on project 'demo'; making load balancers needs the role "
+        "'member' on the project (Octavia's and Neutron's default policy), or "
+        "'load-balancer_member' where the cloud runs Octavia's advanced policy"
+    )
+    quota = said.replace(
+        "Policy does not allow this request to be performed.", "Quota has been met"
+    )
+    error = Engine.error(engine, RuntimeError(quota), stack=STACK, doing="up")  # type: ignore[arg-type]
+    assert "credential" not in str(error)  # a quota is not a missing role
+
+    def no_token() -> tuple[list[str], str]:
+        raise OpenStackRestError("the cloud could not be reached")
+
+    rest.roles = no_token
+    error = Engine.error(engine, RuntimeError(said), stack=STACK, doing="up")  # type: ignore[arg-type]
+    assert "; the credential was refused; making load balancers needs" in str(error)

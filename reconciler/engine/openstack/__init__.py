@@ -5,7 +5,9 @@ other Services, a cascade delete, the members of a pool, what a crash left).
 * :mod:`.session`: keystoneauth1 underneath (login, catalog, TLS, retries, pages, errors with the
   cloud's status and message);
 * :mod:`.auth`: cloud.conf ``[Global]`` read for it, and what a failed login tells the operator
-  (pure).
+  (pure);
+* :mod:`.roles`: which of the token's roles may make load balancers, and what a credential
+  without one, or a 403, tells the operator (pure).
 
 May import: :mod:`reconciler.config`, :mod:`reconciler.engine.errors` and
 :mod:`reconciler.engine.failure_text` (how a cloud's answer is classed). Nothing that loads Pulumi.

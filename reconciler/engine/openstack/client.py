@@ -100,6 +100,10 @@ class OpenStackRest:
         :class:`LoginError` naming the settings to check."""
         self.cloud.login()
 
+    def roles(self) -> tuple[list[str], str]:
+        """The credential's roles on its project, and the project (:meth:`CloudSession.roles`)."""
+        return self.cloud.roles()
+
     def _get(self, kind: str, ident: str) -> dict[str, Any]:
         service, path, key = _PATHS[kind]
         payload = self.cloud.request(service, "GET", f"{path}/{ident}") or {}

@@ -186,6 +186,14 @@ class CloudSession:
                     raise LoginError(missing_endpoint(self.auth, service))
             self._checked = True
 
+    def roles(self) -> tuple[list[str], str]:
+        """The roles of the token (logged in first) on its project, and the project's name
+        (its ID when the token has no name): what a policy check of Octavia sees."""
+        self.login()
+        access = self._session.auth.get_access(self._session)  # type: ignore[union-attr]
+        project = str(access.project_name or access.project_id or "")
+        return [str(r) for r in access.role_names or []], project
+
     def request(
         self,
         service: str,
