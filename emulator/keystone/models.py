@@ -225,9 +225,22 @@ class Keystone:
         )
 
     def validate_record(self, token_id: str) -> Record:
+        """The caller's token (``X-Auth-Token``), or 401 (missing, unknown, expired, revoked)."""
         token = self.store.get("token", token_id) if token_id else None
-        if token is None or token["expires_at"] <= self.clock.now():
+        if token is None or token.get("_revoked") or token["expires_at"] <= self.clock.now():
             raise Unauthorized(_AUTH_FAILED)
+        return token
+
+    def validate_subject(self, token_id: str) -> Record:
+        """The token asked about (``X-Subject-Token``), or 404 ``TokenNotFound`` in Keystone
+        30's words (``token/provider.py`` ``validate_token``, the Fernet provider)."""
+        if not token_id:
+            raise NotFound("No token in the request", kind="TokenNotFound")
+        token = self.store.get("token", token_id)
+        if token is None:
+            raise NotFound("Could not recognize Fernet token", kind="TokenNotFound")
+        if token.get("_revoked") or token["expires_at"] <= self.clock.now():
+            raise NotFound("Failed to validate token", kind="TokenNotFound")
         return token
 
     def validate(self, token_id: str | None) -> AuthContext:
@@ -242,8 +255,11 @@ class Keystone:
         )
 
     def revoke(self, token_id: str) -> None:
-        self.validate_record(token_id)
-        self.store.delete("token", token_id)
+        """Revoke the token: kept, marked, so that validating it says it was revoked (a
+        Fernet token is never forgotten, only listed in the revocation events)."""
+        token = self.validate_subject(token_id)
+        token["_revoked"] = True
+        self.store.put("token", token)
 
     def roles(self, token: Record) -> list[str]:
         user = self.store.get("user", token["user_id"])

@@ -151,7 +151,7 @@ class KeystoneResponses:
 
     def check(self, req: Request) -> Response:
         self.keystone.validate_record(req.header("x-auth-token") or "")
-        subject = self.keystone.validate_record(req.header("x-subject-token") or "")
+        subject = self.keystone.validate_subject(req.header("x-subject-token") or "")
         return Response(
             200, self.token_body(subject, req.base_url), headers={"X-Subject-Token": subject["id"]}
         )

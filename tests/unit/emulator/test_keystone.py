@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from emulator.cloud import Cloud
-from emulator.errors import Unauthorized
+from emulator.errors import NotFound, Unauthorized
 from emulator.timing import ManualClock
 
 DEMO_PASSWORD = "demo-password"
@@ -82,3 +82,29 @@ def test_unknown_revoked_and_expired_tokens_are_401(cloud: Cloud, clock: ManualC
     cloud.keystone.revoke(fresh["id"])
     with pytest.raises(Unauthorized):
         cloud.keystone.validate(fresh["id"])
+
+
+def test_a_subject_token_that_does_not_validate_is_404_as_keystone_says_it(
+    cloud: Cloud, clock: ManualClock
+) -> None:
+    """``GET``/``DELETE /v3/auth/tokens`` with a bad ``X-Subject-Token``: Keystone 30's
+    ``validate_token`` raises ``TokenNotFound`` (404): "Could not recognize Fernet token" for
+    one it cannot read, "Failed to validate token" for one expired or revoked, "No token in the
+    request" without one. The caller's own bad ``X-Auth-Token`` stays 401."""
+    caller = cloud.keystone.authenticate(password_body())["id"]
+    with pytest.raises(NotFound, match=r"^Could not recognize Fernet token$"):
+        cloud.keystone.validate_subject("not-a-token")
+    with pytest.raises(NotFound, match=r"^No token in the request$"):
+        cloud.keystone.validate_subject("")
+    revoked = cloud.keystone.authenticate(password_body())["id"]
+    cloud.keystone.revoke(revoked)
+    with pytest.raises(NotFound, match=r"^Failed to validate token$"):
+        cloud.keystone.validate_subject(revoked)
+    with pytest.raises(NotFound, match=r"^Failed to validate token$"):
+        cloud.keystone.revoke(revoked)  # revoking it again: the same answer
+    with pytest.raises(Unauthorized):
+        cloud.keystone.validate(revoked)  # as the caller's token: 401
+    assert cloud.keystone.validate_subject(caller)["id"] == caller
+    clock.advance(25 * 3600)
+    with pytest.raises(NotFound, match=r"^Failed to validate token$"):
+        cloud.keystone.validate_subject(caller)
