@@ -1,9 +1,12 @@
 """Security groups and rules, with Neutron's defaults, normalisation and duplicate detection.
 
 Each project has a ``default`` group (ingress from itself, egress anywhere, IPv4 and IPv6),
-created on first use as Neutron does. A new group gets the two egress rules. A rule equal to an
-existing one answers 409 ``SecurityGroupRuleExists``; a group used by a port answers 409
-``SecurityGroupInUse`` on delete.
+created on first use as Neutron does; ``default`` in any case is no other group's name (409
+``SecurityGroupDefaultAlreadyExists``). A new group gets the two egress rules. A rule is
+converted and checked as Neutron does (:mod:`emulator.neutron.sg_rules`), its
+``remote_group_id`` must be a group the project sees (404 ``SecurityGroupNotFound``), and a rule
+equal to an existing one answers 409 ``SecurityGroupRuleExists``; a group used by a port
+answers 409 ``SecurityGroupInUse`` on delete.
 """
 
 from __future__ import annotations
@@ -12,22 +15,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from emulator.context import AuthContext
-from emulator.errors import BadRequest, Conflict
-from emulator.neutron import ipam
+from emulator.errors import Conflict, NotFound
 from emulator.neutron.base import NeutronBase
+from emulator.neutron.sg_rules import normalise_rule, rule_key
 from emulator.store import Record
 
-_PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "sctp": 132, "ipv6-icmp": 58}
-_RULE_IDENTITY = (
-    "direction",
-    "ethertype",
-    "protocol",
-    "port_range_min",
-    "port_range_max",
-    "remote_ip_prefix",
-    "remote_group_id",
-    "remote_address_group_id",
-)
+
+def _not_default(body: Mapping[str, Any]) -> None:
+    """Neutron's ``name_not_default`` validator: ``default``, in any case, is the project's own
+    group's name."""
+    name = body.get("name")
+    if isinstance(name, str) and name.lower() == "default":
+        raise Conflict(
+            "Default security group already exists.", kind="SecurityGroupDefaultAlreadyExists"
+        )
 
 
 class Security(NeutronBase):
@@ -55,8 +56,7 @@ class Security(NeutronBase):
 
     def create_security_group(self, ctx: AuthContext, body: Mapping[str, Any]) -> Record:
         self.default_security_group(str(body.get("project_id") or ctx.project_id))
-        if body.get("name") == "default":
-            raise Conflict("Default security group already exists.", kind="DuplicateSgName")
+        _not_default(body)
         return self._create_group(ctx, body)
 
     def list_security_groups(
@@ -72,6 +72,8 @@ class Security(NeutronBase):
                 "Updating default security group not allowed.",
                 kind="SecurityGroupCannotUpdateDefault",
             )
+        if sg["name"] != "default":
+            _not_default(body)
         return self.save("security_group", self._apply_update("security_group", sg, body))
 
     def delete_security_group(self, ctx: AuthContext, rid: str) -> None:
@@ -105,73 +107,23 @@ class Security(NeutronBase):
 
     def _store_rule(self, ctx: AuthContext, sg: Record, body: Mapping[str, Any]) -> Record:
         body = {**body, "security_group_id": sg["id"], "project_id": sg["project_id"]}
-        rule = self._new("security_group_rule", ctx, body)
-        self._normalise_rule(rule)
+        rule = normalise_rule(self._new("security_group_rule", ctx, body))
+        remote = rule.get("remote_group_id")
+        if remote and remote != sg["id"]:
+            found = self.store.get("security_group", str(remote))
+            if found is None or (found["project_id"] != sg["project_id"] and not ctx.is_admin):
+                raise NotFound(
+                    f"Security group {remote} does not exist", kind="SecurityGroupNotFound"
+                )
+        key = rule_key(rule)
         for other in self.store.all("security_group_rule"):
-            if other["security_group_id"] == sg["id"] and all(
-                other.get(k) == rule.get(k) for k in _RULE_IDENTITY
-            ):
+            if other["security_group_id"] == sg["id"] and rule_key(other) == key:
                 raise Conflict(
                     f"Security group rule already exists. Rule id is {other['id']}.",
                     kind="SecurityGroupRuleExists",
                 )
         rule["belongs_to_default_sg"] = sg["name"] == "default"
         return self.save("security_group_rule", rule)
-
-    @staticmethod
-    def _normalise_rule(rule: Record) -> None:
-        if rule["direction"] not in ("ingress", "egress"):
-            raise BadRequest(
-                f"Invalid input for direction. Reason: '{rule['direction']}' is not in "
-                "['ingress', 'egress'].",
-                kind="HTTPBadRequest",
-            )
-        if rule["ethertype"] not in ("IPv4", "IPv6"):
-            raise BadRequest(
-                f"Invalid input for ethertype. Reason: '{rule['ethertype']}' is not in "
-                "['IPv4', 'IPv6'].",
-                kind="HTTPBadRequest",
-            )
-        protocol = rule["protocol"]
-        if protocol is not None:
-            protocol = str(protocol).lower()
-            if protocol not in _PROTOCOLS and not (protocol.isdigit() and int(protocol) <= 255):
-                raise BadRequest(
-                    f"Security group rule protocol {protocol} not supported. Only protocol "
-                    f"values {sorted(_PROTOCOLS)} and integer representations [0 to 255] are "
-                    "supported.",
-                    kind="SecurityGroupRuleInvalidProtocol",
-                )
-            rule["protocol"] = protocol
-        pmin, pmax = rule["port_range_min"], rule["port_range_max"]
-        if (pmin is not None or pmax is not None) and protocol is None:
-            raise BadRequest(
-                "Must also specify protocol if port range is given.",
-                kind="SecurityGroupProtocolRequiredWithPorts",
-            )
-        if protocol in ("tcp", "udp", "sctp") and pmin is not None:
-            pmax = pmin if pmax is None else pmax
-            if not (1 <= int(pmin) <= int(pmax) <= 65535):
-                raise BadRequest(
-                    "For TCP/UDP protocols, port_range_min must be <= port_range_max and both "
-                    "within 1..65535.",
-                    kind="SecurityGroupInvalidPortRange",
-                )
-            rule["port_range_min"], rule["port_range_max"] = int(pmin), int(pmax)
-        prefix = rule["remote_ip_prefix"]
-        if prefix is not None and rule["remote_group_id"] is not None:
-            raise BadRequest(
-                "Only remote_ip_prefix or remote_group_id may be provided.",
-                kind="SecurityGroupRemoteGroupAndRemoteIpPrefix",
-            )
-        if prefix is not None:
-            net = ipam.parse_cidr(prefix, field="remote_ip_prefix")
-            if f"IPv{net.version}" != rule["ethertype"]:
-                raise BadRequest(
-                    f"Conflicting value ethertype {rule['ethertype']} for CIDR {prefix}",
-                    kind="SecurityGroupRuleParameterConflict",
-                )
-            rule["remote_ip_prefix"] = str(net)
 
     def delete_security_group_rule(self, ctx: AuthContext, rid: str) -> None:
         self.get("security_group_rule", rid, ctx)

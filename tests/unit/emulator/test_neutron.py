@@ -93,6 +93,7 @@ def test_security_group_defaults_and_duplicate_rule(cloud: Cloud, ctx: AuthConte
         "direction": "ingress",
         "protocol": "TCP",
         "port_range_min": 80,
+        "port_range_max": 80,
         "remote_ip_prefix": "0.0.0.0/0",
     }
     rule = n.create_security_group_rule(ctx, body)
