@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from emulator import admin
+from emulator.barbican import responses as barbican_responses
 from emulator.cloud import Cloud
 from emulator.errors import (
     ApiError,
@@ -82,6 +83,12 @@ class EmulatorApp:
                     octavia=cloud.octavia, max_limit=cloud.config.pagination_max_limit
                 ).router,
                 octavia_responses.render_error,
+                needs_token=True,
+            ),
+            "key-manager": Service(
+                "barbican",
+                barbican_responses.BarbicanResponses(barbican=cloud.barbican).router,
+                barbican_responses.render_error,
                 needs_token=True,
             ),
         }
@@ -157,7 +164,7 @@ class EmulatorApp:
                 404,
                 {
                     "error": f"No service at {request.path}; use /identity, /networking, "
-                    "/load-balancer or /admin."
+                    "/load-balancer, /key-manager or /admin."
                 },
             )
         try:

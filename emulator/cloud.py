@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emulator.barbican.models import Barbican
 from emulator.faults import FaultConfig, FaultInjector
 from emulator.keystone.models import Keystone
 from emulator.neutron.models import Neutron
@@ -37,6 +38,8 @@ INVENTORY_KINDS = {
     "pool": "pools",
     "member": "members",
     "healthmonitor": "healthmonitors",
+    "secret": "secrets",
+    "container": "containers",
 }
 _SEED_MARK = "seeded"
 
@@ -69,6 +72,7 @@ class Cloud:
         self.requests = RequestLog()  # what the APIs were asked (GET /admin/requests)
         self.keystone = Keystone(store=self.store, clock=self.clock)
         self.neutron = Neutron(store=self.store, clock=self.clock)
+        self.barbican = Barbican(store=self.store, clock=self.clock)
         self.octavia = Octavia(
             store=self.store,
             clock=self.clock,
@@ -76,6 +80,7 @@ class Cloud:
             faults=self.faults,
             neutron=self.neutron,
             options=config.topology.octavia,
+            barbican=self.barbican,
         )
         with self.store.lock:
             if self.store.get("meta", _SEED_MARK) is None:

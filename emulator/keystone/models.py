@@ -25,6 +25,7 @@ SERVICES = (
     ("identity", "keystone", "identity"),
     ("network", "neutron", "networking"),
     ("load-balancer", "octavia", "load-balancer"),
+    ("key-manager", "barbican", "key-manager"),
 )
 
 

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from emulator.barbican.models import Barbican
 from emulator.context import AuthContext
 from emulator.errors import Conflict, Forbidden, NotFound
 from emulator.faults import FaultInjector
@@ -67,6 +68,7 @@ class OctaviaBase:
         faults: FaultInjector,
         neutron: Neutron,
         options: Mapping[str, Any],
+        barbican: Barbican | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -74,6 +76,7 @@ class OctaviaBase:
         self.faults = faults
         self.neutron = neutron
         self.options = options
+        self.barbican = barbican  # certificate references are checked against it
 
     # -- lookups --------------------------------------------------------------------------
 

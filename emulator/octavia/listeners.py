@@ -158,6 +158,7 @@ class Listeners(LoadBalancers):
         listener = self.new_record("listener", ctx, body, LISTENER_FIELDS)
         listener.update({"loadbalancers": [{"id": lb["id"]}], "l7policies": [], "_lb_id": lb["id"]})
         self._check_listener_rules(lb, listener)
+        self._check_tls_refs(ctx, listener)
         providers.check_listener(lb["provider"], listener, create=True)
         self.store.put("listener", listener)
         lb["listeners"].append({"id": listener["id"]})
@@ -169,6 +170,17 @@ class Listeners(LoadBalancers):
             children=[("listener", listener["id"], "ACTIVE")],
         )
         return self.store.get("listener", listener["id"]) or listener
+
+    def _check_tls_refs(self, ctx: AuthContext, fields: Mapping[str, Any]) -> None:
+        """Octavia's ``_validate_tls_refs``: every certificate reference given must name a
+        Barbican secret or container the caller's project may read, else 400
+        ``CertificateRetrievalException`` listing the ones that do not."""
+        if self.barbican is None:
+            return
+        refs = [fields.get("default_tls_container_ref"), *(fields.get("sni_container_refs") or [])]
+        bad = [str(r) for r in refs if r and not self.barbican.readable(str(r), ctx)]
+        if bad:
+            raise BadRequest(f"Could not retrieve certificate: {bad}")
 
     def _link_default_pool(self, listener: Record, old_pool_id: str | None) -> None:
         if old_pool_id and old_pool_id != listener["default_pool_id"]:
@@ -191,6 +203,7 @@ class Listeners(LoadBalancers):
         old_pool = listener["default_pool_id"]
         listener.update(body)
         self._check_listener_rules(lb, listener)
+        self._check_tls_refs(ctx, body)
         providers.check_listener(lb["provider"], body, create=False)
         self.mark("listener", listener, "PENDING_UPDATE")
         self._link_default_pool(listener, old_pool)

@@ -54,6 +54,7 @@ from pulumi import automation as auto
 
 from reconciler.engine import run as engine_run
 from reconciler.engine.adopt.stack import take_over
+from reconciler.engine.certificates import check_certificates
 from reconciler.engine.context import EngineContext, EngineSettings
 from reconciler.engine.credentials import drop_stack_credentials_if_can
 from reconciler.engine.delete.repair import repair_errored, repaired_for_retry
@@ -192,6 +193,8 @@ class ServiceStack(StackHandle):
             return EnsureResult(
                 changed=False, spec_hash=digest, outputs=self.outputs_of(stack), frozen=frozen
             )
+        if any(li.default_tls_container_ref for li in spec.listeners):
+            check_certificates(spec, self.engine.rest(), stack=self.name)  # before any change
         current = tags.apply(current, drop=[HASH_TAG])
         self.unprotect(unprotect_before_up(spec, tags=current))
         self.configure_stack(stack, spec)

@@ -665,6 +665,49 @@ def test_source_ip_port_on_amphora_is_refused_before_the_cloud_and_the_rest_stil
     eventually(lambda: c.gone("hashed"), what="hashed deleted")
 
 
+def test_a_certificate_barbican_does_not_know_is_refused_before_any_listener(
+    cluster: Cluster, emu: EmulatorHandle
+) -> None:
+    """Issue 41: Octavia refuses a ``TERMINATED_HTTPS`` listener whose certificate reference
+    Barbican does not know (400 ``Could not retrieve certificate``), after the load balancer is
+    made. The controller asks Barbican first: a Warning naming the field and quoting Barbican,
+    nothing in the cloud; once the container exists, the next attempt serves the Service."""
+    c = cluster
+    proc = c.controller(args=FAST_LEASE)
+    conn = connect(emu.topology())
+    base = conn.key_manager.get_endpoint().rstrip("/").removesuffix("/v1")
+    missing = f"{base}/v1/containers/{uuid.uuid4()}"
+    c.create("tls", annotations={LB + "default-tls-container-ref": missing})
+    warning = eventually(lambda: c.event("tls", "SyncLoadBalancerFailed"), what="a Warning")
+    assert warning["type"] == "Warning"
+    message = warning["message"]
+    assert "default-tls-container-ref (or cloud.conf [LoadBalancer] " in message
+    assert f"{missing}: no such certificate container or secret" in message
+    assert "the key manager answered 404: Secrets container not found." in message
+    assert c.lbs_named("tls") == []  # no listener touched: nothing made at all
+    cert = conn.key_manager.create_secret(
+        name="tls-cert", payload="PEM", payload_content_type="text/plain"
+    )
+    made = conn.key_manager.create_container(
+        name="tls", type="certificate",
+        secret_refs=[{"name": "certificate", "secret_ref": cert.secret_ref}],
+    )  # fmt: skip
+    c.kube.patch(
+        c.svc_path("tls"),
+        {"metadata": {"annotations": {LB + "default-tls-container-ref": made.container_ref}}},
+    )
+    eventually(lambda: c.ingress_ip("tls"), what="an IP once the container exists", timeout=300)
+    (lb,) = c.lbs_named("tls")
+    (listener,) = c.listeners_of(lb["id"])
+    assert listener["protocol"] == "TERMINATED_HTTPS"
+    assert listener["default_tls_container_ref"] == made.container_ref
+    assert proc.alive()
+    c.kube.request(method="DELETE", path=c.svc_path("tls"))
+    eventually(lambda: c.gone("tls"), what="tls deleted")
+    conn.key_manager.delete_container(made)
+    conn.key_manager.delete_secret(cert)
+
+
 # -- drift -------------------------------------------------------------------------------------
 
 

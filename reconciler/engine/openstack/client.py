@@ -100,6 +100,15 @@ class OpenStackRest:
         :class:`LoginError` naming the settings to check."""
         self.cloud.login()
 
+    def reference_status(self, ref: str) -> tuple[int | None, str]:
+        """``GET`` of a key manager reference (a full URL, with this credential's token): 200
+        and "" when it is there, else the cloud's status and message (None: no answer)."""
+        try:
+            self.cloud.request("load-balancer", "GET", ref)
+        except OpenStackRestError as exc:
+            return exc.status, exc.cloud_message or ""
+        return 200, ""
+
     def roles(self) -> tuple[list[str], str]:
         """The credential's roles on its project, and the project (:meth:`CloudSession.roles`)."""
         return self.cloud.roles()
