@@ -178,7 +178,10 @@ def test_a_refused_destroy_keeps_the_finalizer_and_says_why(
             "Error syncing load balancer: failed to delete load balancer: delete of stack "
             f"e2e.{r.namespace}.web failed: the cloud answered 403 to DELETE "
             f"/v2/lbaas/loadbalancers/{lb_id}: Policy does not allow this "
-            "request to be performed.; retrying in 1s"
+            "request to be performed.; the credential holds load-balancer_member, member on "
+            "project 'demo', which Octavia's default and advanced policies let make load "
+            "balancers; this cloud's policy refused it all the same: ask its administrator "
+            "which role this needs; retrying in 1s"
         )
         # the second refusal waits longer, and says so
         wait_with_events(

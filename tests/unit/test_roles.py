@@ -31,3 +31,12 @@ def test_a_403_says_what_the_credential_holds_and_what_the_policy_wants() -> Non
     assert "'member'" in hint
     assert "'load-balancer_member'" in hint
     assert forbidden_hint(None, project="demo").startswith("the credential was refused; ")
+
+
+def test_a_403_to_a_credential_with_a_write_role_blames_the_clouds_own_policy() -> None:
+    hint = forbidden_hint(["member", "reader"], project="demo")
+    assert hint == (
+        "the credential holds member, reader on project 'demo', which Octavia's default and "
+        "advanced policies let make load balancers; this cloud's policy refused it all the "
+        "same: ask its administrator which role this needs"
+    )

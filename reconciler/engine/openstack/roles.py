@@ -44,6 +44,13 @@ def missing_write_role(roles: Sequence[str], *, project: str) -> str | None:
 
 def forbidden_hint(roles: Sequence[str] | None, *, project: str) -> str:
     """What to add to a 403 (not a quota) from the cloud: the roles the credential holds on
-    ``project`` (None: unknown) and the ones the policy wants."""
+    ``project`` (None: unknown) and the ones the policy wants; when it holds one of those, that
+    the cloud's own policy wants more."""
+    if roles is not None and missing_write_role(roles, project=project) is None:
+        return (
+            f"the credential holds {_held(roles)} on project {project!r}, which Octavia's "
+            "default and advanced policies let make load balancers; this cloud's policy "
+            "refused it all the same: ask its administrator which role this needs"
+        )
     held = f"holds {_held(roles)} on project {project!r}" if roles is not None else "was refused"
     return f"the credential {held}; making load balancers needs {_NEEDED}"
