@@ -179,6 +179,19 @@ def connect(topo: dict[str, Any]) -> Any:
     )
 
 
+def store_certificate(conn: Any, name: str = "tls") -> tuple[Any, Any]:
+    """A certificate container in the emulator's Barbican, as ``openstack secret container
+    create`` makes one: (the container, its certificate secret)."""
+    cert = conn.key_manager.create_secret(
+        name=f"{name}-cert", payload="PEM", payload_content_type="text/plain"
+    )
+    made = conn.key_manager.create_container(
+        name=name, type="certificate",
+        secret_refs=[{"name": "certificate", "secret_ref": cert.secret_ref}],
+    )  # fmt: skip
+    return made, cert
+
+
 def without_cloud(topo: dict[str, Any]) -> dict[str, Any]:
     """``topo`` as CI sees it: no password, and a Keystone that does not answer (a loopback
     port nothing listens on: connections are refused)."""

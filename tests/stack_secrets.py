@@ -26,15 +26,16 @@ from typing import Any
 
 import pytest
 
+from reconciler.engine.deployment import SIG_KEY
 from reconciler.engine.provider_config import scrubbed
 from reconciler.engine.state.passphrase import PassphraseKey, decrypt
 from reconciler.engine.state.store import BucketError, StateStore, open_state_store
 
 # the emulator's default topology (emulator/topology.py): the credentials a test's cloud.conf
 # or clouds.yaml may hold
-EMULATOR_CREDENTIALS = ("demo-password", "admin-password", "demo-appcred-secret")
+EMULATOR_CREDENTIALS = ("demo-password", "admin-password", "viewer-password", "demo-appcred-secret")
 
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's marker of a secret in a state
+SECRET_SIG = SIG_KEY  # Pulumi's marker of a special value (a secret's ciphertext) in a state
 
 
 def _documents(store: StateStore, stack: str) -> Iterator[tuple[str, bytes]]:

@@ -29,6 +29,8 @@ What lives here (``X_plan``/``plan``: pure decisions; the others carry them out)
   :mod:`.processes`: this process's ``pulumi`` children, read from ``/proc``;
   :mod:`.program_channels`: each inline program's gRPC connections its own;
 * :mod:`.lost`: what a crash or a failed create left in the cloud, what to look for (pure);
+* :mod:`.deployment`: what a Pulumi deployment contains (the stack's resource, providers, the
+  secret envelope), pure, at the bottom;
 * :mod:`.certificates`: a listener's certificate reference asked of the key manager before
   ``up``;
 * :mod:`.members_direct`: a change of pool members only made as OCCM makes it (one batch

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from reconciler.engine.context import EngineContext
-from reconciler.engine.delete.direct_plan import PROVIDER_PREFIX, STACK_TYPE
+from reconciler.engine.deployment import is_bookkeeping
 from reconciler.engine.direct_gate import state_refusal
 from reconciler.engine.errors import ConflictError, StackLockedError
 from reconciler.engine.state.stacks import has_journal, locked, remove_stack
@@ -124,10 +124,7 @@ def remove_emptied_stack(engine: EngineContext, stack: str) -> bool:
             return False
         store, read = found
         resources = (read.deployment or {}).get("resources") or []
-        if any(
-            r.get("type") != STACK_TYPE and not str(r.get("type", "")).startswith(PROVIDER_PREFIX)
-            for r in resources
-        ):
+        if any(not is_bookkeeping(str(r.get("type", ""))) for r in resources):
             return False
         engine.fence(doing, stack=stack)
         held = remove_stack(store, stack)

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.engine.deployment import is_bookkeeping
 from stacks.vocabulary import (
     FIP_ASSOCIATION_TYPE,
     FIP_TYPE,
@@ -54,15 +55,12 @@ from stacks.vocabulary import (
 )
 
 __all__ = [
-    "IGNORED_TYPES",
     "CloudLists",
     "FleetReport",
     "Verdict",
     "compare_stack",
     "member_pools",
 ]
-
-IGNORED_TYPES = ("pulumi:pulumi:Stack",)  # and every provider, pulumi:providers:*
 
 
 @dataclass(frozen=True)
@@ -279,7 +277,7 @@ def compare_stack(resources: Sequence[Mapping[str, Any]], cloud: CloudLists) -> 
     seen: list[Any] = []
     for resource in resources:
         kind = str(resource.get("type") or "")
-        if kind in IGNORED_TYPES or kind.startswith("pulumi:providers:"):
+        if is_bookkeeping(kind):
             continue
         ident = str(resource.get("id") or "")
         outputs: Mapping[str, Any] = resource.get("outputs") or {}

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reconciler.engine.delete.direct_plan import STACK_TYPE
+from reconciler.engine.deployment import PROVIDER_PREFIX, STACK_TYPE, stack_resource
 from reconciler.engine.plan import applied_spec_from
 from reconciler.model.spec import LoadBalancerSpec, MemberSpec
 from stacks.vocabulary import MEMBERS_TYPE, logical_name, logical_suffix, members_name
@@ -37,7 +37,6 @@ __all__ = [
     "members_update",
     "pending_deployment",
     "request_members",
-    "stack_resource",
     "update_record",
     "updated_deployment",
 ]
@@ -45,7 +44,6 @@ __all__ = [
 # the provider's defaults of a member's inputs (openstack 5.x), and the keys of a member as its
 # read of the pool writes them into the outputs
 _INPUT_DEFAULTS = ["adminStateUp", "weight"]
-PROVIDERS = "pulumi:providers:"  # a provider resource's type token starts so
 _OUTPUT_KEYS = frozenset(
     {
         "address",
@@ -172,14 +170,6 @@ def _raw_state_delta(count: int) -> dict[str, Any]:
     Terraform ``member`` set, one entry per member)."""
     elements: dict[str, Any] = {str(i): {"obj": {}} for i in range(count)}
     return {"obj": {"ps": {"members": {"arr": {"el": elements}}}, "renamed": {"members": "member"}}}
-
-
-def stack_resource(deployment: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The deployment's ``pulumi:pulumi:Stack`` resource (its outputs are the stack's); None."""
-    for res in deployment.get("resources") or []:
-        if res.get("type") == STACK_TYPE:
-            return res  # type: ignore[no-any-return]
-    return None
 
 
 def applied_spec_in(deployment: Mapping[str, Any] | None) -> LoadBalancerSpec | None:
@@ -340,7 +330,9 @@ def update_record(
     would have been given it; each changed pool's ``Members`` resource is an update, every other
     resource but the default provider the same. ``started``/``ended``: Unix seconds."""
     counted = [
-        r for r in deployment.get("resources") or [] if not str(r.get("type")).startswith(PROVIDERS)
+        r
+        for r in deployment.get("resources") or []
+        if not str(r.get("type")).startswith(PROVIDER_PREFIX)
     ]
     updated = len(update.pools)
     return {

@@ -21,19 +21,17 @@ from typing import Any
 
 from pulumi.automation import events
 
+from reconciler.engine.deployment import is_secret
 from reconciler.engine.preview import PropertyChange, ResourceStep
 from reconciler.engine.results import DriftedResource, PropertyDrift
 from stacks.vocabulary import logical_name
 
 __all__ = ["drift_from_event", "step_from_event"]
 
-# Pulumi's special-value envelope: {SIG_KEY: SECRET_SIG, "value": ...} is a secret
-SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
-
 
 def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
-        if value.get(SIG_KEY) == SECRET_SIG:
+        if is_secret(value):
             return "[secret]"
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list):

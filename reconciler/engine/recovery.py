@@ -43,6 +43,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pulumi import automation as auto
 
+from reconciler.engine.deployment import holds_secret
 from reconciler.engine.direct_gate import CHECKPOINT_FORMAT
 from reconciler.engine.direct_state import editable_checkpoint, replace_deployment
 from reconciler.engine.errors import (
@@ -61,7 +62,6 @@ from reconciler.engine.processes import (
     send_signal,
     start_time,
 )
-from reconciler.engine.run import holds_secret
 from reconciler.engine.state.store import (
     BucketError,
     Checkpoint,

@@ -14,18 +14,16 @@ events show secrets only as ciphertext), so the result is the SDK's either way.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pulumi import automation as auto
 
-__all__ = ["STACK_TYPE", "destroy", "holds_secret", "refresh", "up"]
+from reconciler.engine.deployment import STACK_TYPE, holds_secret
 
-STACK_TYPE = "pulumi:pulumi:Stack"
-# How the engine marks a secret value in events (and in state): this key, with a ciphertext.
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # noqa: S105 (a marker, not a secret)
+__all__ = ["destroy", "refresh", "up"]
 
 
 @dataclass
@@ -42,15 +40,6 @@ class _Collected:
             self.outputs = None if any(holds_secret(v) for v in outputs.values()) else outputs
         if event.summary_event is not None:
             self.changes = {str(k): int(v) for k, v in event.summary_event.resource_changes.items()}
-
-
-def holds_secret(value: Any) -> bool:
-    """Whether ``value`` is or holds a secret (as events and checkpoints mark them)."""
-    if isinstance(value, Mapping):
-        return SECRET_SIG in value or any(holds_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(holds_secret(v) for v in value)
-    return False
 
 
 @contextlib.contextmanager

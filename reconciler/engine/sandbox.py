@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.config import Secret
-from reconciler.engine.run import holds_secret
+from reconciler.engine.deployment import holds_secret
 from reconciler.engine.stack import Engine, ServiceStack
 from reconciler.engine.stack_meta import new_settings_file, outputs_in
 from reconciler.engine.state.stacks import copy_stack

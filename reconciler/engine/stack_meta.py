@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pulumi import automation as auto
 
-from reconciler.engine.members_plan import stack_resource
+from reconciler.engine.deployment import holds_secret, stack_resource
 from reconciler.engine.provider_config import CREDENTIAL_CONFIG_KEYS, provider_config
-from reconciler.engine.run import holds_secret
 from reconciler.model.spec import LoadBalancerSpec
 from stacks.vocabulary import (
     CHILD_DELETE_TIMEOUT_KEY,

@@ -35,7 +35,13 @@ from tests.builders import HOSTNAME_LABEL, make_node, make_service
 from tests.e2e.controller_process import ControllerProcess, ControllerSetup
 from tests.e2e.rbac import install_rbac, service_account_kubeconfig
 from tests.e2e.test_controller import wait_for
-from tests.emulated import EmulatorAdmin, cloud_conf_text, connect, emulator_fixture
+from tests.emulated import (
+    EmulatorAdmin,
+    cloud_conf_text,
+    connect,
+    emulator_fixture,
+    store_certificate,
+)
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
@@ -685,13 +691,7 @@ def test_a_certificate_barbican_does_not_know_is_refused_before_any_listener(
     assert f"{missing}: no such certificate container or secret" in message
     assert "the key manager answered 404: Secrets container not found." in message
     assert c.lbs_named("tls") == []  # no listener touched: nothing made at all
-    cert = conn.key_manager.create_secret(
-        name="tls-cert", payload="PEM", payload_content_type="text/plain"
-    )
-    made = conn.key_manager.create_container(
-        name="tls", type="certificate",
-        secret_refs=[{"name": "certificate", "secret_ref": cert.secret_ref}],
-    )  # fmt: skip
+    made, cert = store_certificate(conn)
     c.kube.patch(
         c.svc_path("tls"),
         {"metadata": {"annotations": {LB + "default-tls-container-ref": made.container_ref}}},

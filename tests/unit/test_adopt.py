@@ -21,7 +21,8 @@ from reconciler.engine.adopt.ownership import (
 )
 from reconciler.engine.adopt.plan import Chain, Found, plan_adoption
 from reconciler.engine.adopt.preview import judge_preview, unchanged_problems
-from reconciler.engine.adopt.stack import resources_of, rollback_targets
+from reconciler.engine.adopt.stack import rollback_targets
+from reconciler.engine.deployment import resources_of
 from reconciler.engine.preview import PreviewOutcome, PropertyChange, ResourceStep
 from reconciler.model import LoadBalancerSpec
 from tests.unit.model_helpers import UUID1, UUID2, config_from, spec_of

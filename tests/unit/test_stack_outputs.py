@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.engine.run import STACK_TYPE
+from reconciler.engine.deployment import STACK_TYPE
 from reconciler.engine.stack_meta import OUTPUT_KEYS, outputs_in
 
 LB_TYPE = "openstack:loadbalancer/loadBalancer:LoadBalancer"

@@ -48,6 +48,7 @@ from reconciler.engine.adopt.ownership import foreign_problem
 from reconciler.engine.adopt.plan import AdoptionPlan, plan_adoption
 from reconciler.engine.adopt.preview import judge_preview
 from reconciler.engine.context import EngineContext
+from reconciler.engine.deployment import resources_of
 from reconciler.engine.errors import EngineError, InvalidConfigError
 from reconciler.engine.handle import quiet
 from reconciler.engine.results import EnsureResult
@@ -73,7 +74,6 @@ __all__ = [
     "adopt",
     "examine_take_over",
     "held_resources",
-    "resources_of",
     "rollback_targets",
     "take_over",
 ]
@@ -120,15 +120,6 @@ class ExistingLoadBalancerError(InvalidConfigError):
     """A load balancer with the Service's name exists and cannot be taken over safely."""
 
     reason = "ExistingLoadBalancer"
-
-
-def resources_of(deployment: Mapping[str, Any]) -> dict[str, str]:
-    """{logical name: cloud ID} of the cloud objects in a deployment (``stack export``)."""
-    return {
-        logical_name(str(r.get("urn", ""))): str(r.get("id") or "")
-        for r in deployment.get("resources") or ()
-        if r.get("custom") and not str(r.get("type", "")).startswith("pulumi:")
-    }
 
 
 def rollback_targets(deployment: Mapping[str, Any], imports: Mapping[str, str]) -> list[str]:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.engine.deployment import is_bookkeeping
 from stacks.vocabulary import (
     FIP_ASSOCIATION_TYPE,
     FIP_TYPE,
@@ -31,8 +32,6 @@ from stacks.vocabulary import (
 
 __all__ = ["DirectDeletion", "direct_deletion"]
 
-STACK_TYPE = "pulumi:pulumi:Stack"
-PROVIDER_PREFIX = "pulumi:providers:"
 # what a cascade DELETE of the load balancer takes with it
 CASCADED = frozenset({LB_TYPE, LISTENER_TYPE, POOL_TYPE, MEMBERS_TYPE, MONITOR_TYPE})
 # the association goes with the VIP port (Neutron disassociates a floating IP from a port it
@@ -65,7 +64,7 @@ def direct_deletion(
     kept: list[str] = []
     for res in deployment.get("resources") or []:
         kind = str(res.get("type") or "")
-        if kind == STACK_TYPE or kind.startswith(PROVIDER_PREFIX):
+        if is_bookkeeping(kind):
             continue
         if kind not in ALLOWED or res.get("external") or not res.get("id"):
             return None

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from reconciler.engine.adopt.stack import resources_of
 from reconciler.engine.delete.cloud import attempts
+from reconciler.engine.deployment import resources_of
 from reconciler.engine.errors import UpTimeoutError
 from reconciler.engine.openstack.client import OpenStackRest, OpenStackRestError
 from reconciler.engine.state.store import BucketError

@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.engine.errors import InvalidConfigError
 from tests.builders import make_node, stored_service
-from tests.emulated import connect
+from tests.emulated import connect, store_certificate
 from tests.integration.engine.conftest import NODES, Env, only, spec_for
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast
@@ -89,15 +89,7 @@ TLS_REF = "https://barbican.example/v1/containers/3f1b7d0e-8a55-4f39-9a43-1f1c2b
 
 def certificate_container(env: Env) -> str:
     """A certificate container in the emulator's Barbican, as a user stores one; its ref."""
-    conn = connect(env.topo)
-    cert = conn.key_manager.create_secret(
-        name="tls-cert", payload="PEM", payload_content_type="text/plain"
-    )
-    made = conn.key_manager.create_container(
-        name="tls", type="certificate",
-        secret_refs=[{"name": "certificate", "secret_ref": cert.secret_ref}],
-    )  # fmt: skip
-    return str(made.container_ref)
+    return str(store_certificate(connect(env.topo))[0].container_ref)
 
 
 def forget_certificates(env: Env) -> None:
