@@ -64,7 +64,9 @@ is retried with backoff; --foreign-lock-timeout S makes such locks expire after 
 (default: never) (docs/operations.md, "Who may hold a stack lock").
 
 exit codes: 0 stopped on SIGTERM/SIGINT; 1 leadership lost or the API server unusable;
-2 unusable configuration (each problem is logged with the field and the fix). SIGUSR1 logs
+2 unusable configuration (each problem is logged with the field and the fix), a login that
+cloud.conf must fix, or a credential whose token holds no role that may make load balancers
+(the role to grant is named: member, or load-balancer_member). SIGUSR1 logs
 every thread's stack as one record ("thread stacks") and changes nothing (a controller that
 does not stop or progress).
 """
