@@ -192,6 +192,15 @@ def store_certificate(conn: Any, name: str = "tls") -> tuple[Any, Any]:
     return made, cert
 
 
+def forget_certificates(conn: Any) -> None:
+    """Delete every container and secret the connection's project has in Barbican (what
+    :func:`store_certificate` stored: tests check the cloud for leftovers)."""
+    for container in list(conn.key_manager.containers()):
+        conn.key_manager.delete_container(container, ignore_missing=False)
+    for secret in list(conn.key_manager.secrets()):
+        conn.key_manager.delete_secret(secret, ignore_missing=False)
+
+
 def without_cloud(topo: dict[str, Any]) -> dict[str, Any]:
     """``topo`` as CI sees it: no password, and a Keystone that does not answer (a loopback
     port nothing listens on: connections are refused)."""

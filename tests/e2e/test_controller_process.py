@@ -40,6 +40,7 @@ from tests.emulated import (
     cloud_conf_text,
     connect,
     emulator_fixture,
+    forget_certificates,
     store_certificate,
 )
 
@@ -691,7 +692,7 @@ def test_a_certificate_barbican_does_not_know_is_refused_before_any_listener(
     assert f"{missing}: no such certificate container or secret" in message
     assert "the key manager answered 404: Secrets container not found." in message
     assert c.lbs_named("tls") == []  # no listener touched: nothing made at all
-    made, cert = store_certificate(conn)
+    made, _cert = store_certificate(conn)
     c.kube.patch(
         c.svc_path("tls"),
         {"metadata": {"annotations": {LB + "default-tls-container-ref": made.container_ref}}},
@@ -704,8 +705,9 @@ def test_a_certificate_barbican_does_not_know_is_refused_before_any_listener(
     assert proc.alive()
     c.kube.request(method="DELETE", path=c.svc_path("tls"))
     eventually(lambda: c.gone("tls"), what="tls deleted")
-    conn.key_manager.delete_container(made)
-    conn.key_manager.delete_secret(cert)
+    forget_certificates(conn)
+    left = c.cloud.created()
+    assert (left.get("containers"), left.get("secrets")) == (None, None), left
 
 
 # -- drift -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.engine.errors import InvalidConfigError
 from tests.builders import make_node, stored_service
-from tests.emulated import connect, store_certificate
+from tests.emulated import connect, forget_certificates, store_certificate
 from tests.integration.engine.conftest import NODES, Env, only, spec_for
 
 # each test starts real pulumi runs or servers for many seconds: not in make test-fast
@@ -92,15 +92,6 @@ def certificate_container(env: Env) -> str:
     return str(store_certificate(connect(env.topo))[0].container_ref)
 
 
-def forget_certificates(env: Env) -> None:
-    """Delete what :func:`certificate_container` stored (the cloud is checked for leftovers)."""
-    conn = connect(env.topo)
-    for container in conn.key_manager.containers():
-        conn.key_manager.delete_container(container)
-    for secret in conn.key_manager.secrets():
-        conn.key_manager.delete_secret(secret)
-
-
 @pytest.mark.parametrize(
     ("name", "annotations", "ports", "listener", "pool_protocol"),
     [
@@ -152,7 +143,7 @@ def test_listener_and_pool_protocols(
     assert {field: got[field] for field in listener} == listener
     assert only(inv["pools"])["protocol"] == pool_protocol
     stack.delete()
-    forget_certificates(env)
+    forget_certificates(connect(env.topo))
 
 
 def test_two_ports_then_one_with_a_changed_node_port(env: Env) -> None:
