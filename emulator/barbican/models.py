@@ -37,10 +37,30 @@ class Barbican:
         self.store = store
         self.clock = clock
 
+    @staticmethod
+    def _visible(record: Record | None, ctx: AuthContext) -> bool:
+        return record is not None and (record["project_id"] == ctx.project_id or ctx.is_admin)
+
     def _mine(self, kind: str, rid: str, ctx: AuthContext, missing: str) -> Record:
         record = self.store.get(kind, rid)
-        if record is None or (record["project_id"] != ctx.project_id and not ctx.is_admin):
+        if record is None or not self._visible(record, ctx):
             raise NotFound(missing)
+        return record
+
+    def _put(self, kind: str, ctx: AuthContext, body: Mapping[str, Any], **fields: Any) -> Record:
+        """A new secret or container of ``ctx``'s project, with Barbican's common fields."""
+        now = iso_no_z(self.clock.now())
+        record: Record = {
+            "id": str(uuid.uuid4()),
+            "project_id": ctx.project_id,
+            "creator_id": ctx.user_id,
+            "name": body.get("name"),
+            "status": "ACTIVE",
+            "created": now,
+            "updated": now,
+            **fields,
+        }
+        self.store.put(kind, record)
         return record
 
     def create_secret(self, ctx: AuthContext, body: Mapping[str, Any]) -> Record:
@@ -57,25 +77,18 @@ class Barbican:
                 "'payload_content_type' must also be supplied. Invalid property: "
                 "'payload_content_type'"
             )
-        now = iso_no_z(self.clock.now())
-        record: Record = {
-            "id": str(uuid.uuid4()),
-            "project_id": ctx.project_id,
-            "creator_id": ctx.user_id,
-            "name": body.get("name"),
-            "secret_type": secret_type,
-            "algorithm": body.get("algorithm"),
-            "bit_length": body.get("bit_length"),
-            "mode": body.get("mode"),
-            "expiration": body.get("expiration"),
-            "status": "ACTIVE",
-            "created": now,
-            "updated": now,
-            "_payload": payload,
-            "_content_type": body.get("payload_content_type"),
-        }
-        self.store.put("secret", record)
-        return record
+        return self._put(
+            "secret",
+            ctx,
+            body,
+            secret_type=secret_type,
+            algorithm=body.get("algorithm"),
+            bit_length=body.get("bit_length"),
+            mode=body.get("mode"),
+            expiration=body.get("expiration"),
+            _payload=payload,
+            _content_type=body.get("payload_content_type"),
+        )
 
     def secret(self, ctx: AuthContext, rid: str) -> Record:
         return self._mine("secret", rid, ctx, SECRET_NOT_FOUND)
@@ -94,25 +107,11 @@ class Barbican:
         refs = []
         for item in body.get("secret_refs") or []:
             ident = ref_id(str(item.get("secret_ref") or ""), "secrets")
-            if ident is None or self.store.get("secret", ident) is None:
+            if ident is None:
                 raise NotFound(SECRET_NOT_FOUND)
-            self.secret(ctx, ident)
+            self.secret(ctx, ident)  # 404 when missing or another project's
             refs.append({"name": item.get("name"), "secret_ref": f"{base}/v1/secrets/{ident}"})
-        now = iso_no_z(self.clock.now())
-        record: Record = {
-            "id": str(uuid.uuid4()),
-            "project_id": ctx.project_id,
-            "creator_id": ctx.user_id,
-            "name": body.get("name"),
-            "type": kind,
-            "status": "ACTIVE",
-            "created": now,
-            "updated": now,
-            "secret_refs": refs,
-            "consumers": [],
-        }
-        self.store.put("container", record)
-        return record
+        return self._put("container", ctx, body, type=kind, secret_refs=refs, consumers=[])
 
     def container(self, ctx: AuthContext, rid: str) -> Record:
         return self._mine("container", rid, ctx, CONTAINER_NOT_FOUND)
@@ -122,7 +121,7 @@ class Barbican:
         self.store.delete("container", rid)
 
     def list(self, kind: str, ctx: AuthContext) -> list[Record]:
-        return self.store.all(kind, lambda r: r["project_id"] == ctx.project_id or ctx.is_admin)
+        return self.store.all(kind, lambda r: self._visible(r, ctx))
 
     def readable(self, ref: str, ctx: AuthContext) -> bool:
         """Whether ``ref`` names a secret or container ``ctx`` may read (Octavia's check of a
@@ -130,8 +129,5 @@ class Barbican:
         for collection, kind in (("containers", "container"), ("secrets", "secret")):
             ident = ref_id(ref, collection)
             if ident is not None:
-                record = self.store.get(kind, ident)
-                return record is not None and (
-                    record["project_id"] == ctx.project_id or ctx.is_admin
-                )
+                return self._visible(self.store.get(kind, ident), ctx)
         return False

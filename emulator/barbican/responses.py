@@ -22,6 +22,11 @@ def render_error(error: ApiError) -> Response:
     )
 
 
+def _public(record: Record) -> dict[str, Any]:
+    """What Barbican shows of a record: no payload, no project."""
+    return {k: v for k, v in record.items() if not k.startswith("_") and k != "project_id"}
+
+
 class BarbicanResponses:
     def __init__(self, *, barbican: Barbican) -> None:
         self.barbican = barbican
@@ -51,14 +56,14 @@ class BarbicanResponses:
 
     @staticmethod
     def _secret_view(req: Request, s: Record) -> dict[str, Any]:
-        view = {k: v for k, v in s.items() if not k.startswith("_") and k != "project_id"}
+        view = _public(s)
         view["secret_ref"] = f"{req.service_url}/v1/secrets/{s['id']}"
         view["content_types"] = {"default": s["_content_type"]} if s["_content_type"] else None
         return view
 
     @staticmethod
     def _container_view(req: Request, c: Record) -> dict[str, Any]:
-        view = {k: v for k, v in c.items() if not k.startswith("_") and k != "project_id"}
+        view = _public(c)
         view["container_ref"] = f"{req.service_url}/v1/containers/{c['id']}"
         return view
 

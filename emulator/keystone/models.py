@@ -228,9 +228,13 @@ class Keystone:
     def validate_record(self, token_id: str) -> Record:
         """The caller's token (``X-Auth-Token``), or 401 (missing, unknown, expired, revoked)."""
         token = self.store.get("token", token_id) if token_id else None
-        if token is None or token.get("_revoked") or token["expires_at"] <= self.clock.now():
+        if token is None or not self._live(token):
             raise Unauthorized(_AUTH_FAILED)
         return token
+
+    def _live(self, token: Record) -> bool:
+        """Neither revoked nor expired."""
+        return not token.get("_revoked") and token["expires_at"] > self.clock.now()
 
     def validate_subject(self, token_id: str) -> Record:
         """The token asked about (``X-Subject-Token``), or 404 ``TokenNotFound`` in Keystone
@@ -240,7 +244,7 @@ class Keystone:
         token = self.store.get("token", token_id)
         if token is None:
             raise NotFound("Could not recognize Fernet token", kind="TokenNotFound")
-        if token.get("_revoked") or token["expires_at"] <= self.clock.now():
+        if not self._live(token):
             raise NotFound("Failed to validate token", kind="TokenNotFound")
         return token
 
