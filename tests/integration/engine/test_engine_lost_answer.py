@@ -12,11 +12,14 @@ delete it so the next ``up`` makes it as the spec says (reconciler/engine/lost.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from reconciler.engine.errors import EngineError
+from reconciler.engine.stack import ServiceStack
+from reconciler.model.spec import LoadBalancerSpec
 from tests.builders import stored_service
 from tests.integration.engine.conftest import Env, only, spec_for
 
@@ -30,45 +33,54 @@ def _ports(port: int) -> list[dict[str, Any]]:
     return [{"name": "web", "port": port, "protocol": "TCP", "nodePort": 30080}]
 
 
-@pytest.mark.parametrize(
-    "operation",
-    ["octavia.listener.create", "octavia.pool.create", "octavia.healthmonitor.create"],
-)
+OPERATIONS = ["octavia.listener.create", "octavia.pool.create", "octavia.healthmonitor.create"]
+
+
+def _lost_on_the_way_to_8443(
+    env: Env, operation: str, prefix: str
+) -> tuple[ServiceStack, Callable[[int], LoadBalancerSpec]]:
+    """A Service converged on port 443, then moved to 8443 while the cloud makes the object of
+    ``operation`` and its answer is lost (the ``up`` fails); the stack, and the spec of a port."""
+    config = env.config(load_balancer="create-monitor = true")
+    name = prefix + operation.split(".")[1]
+
+    def on(port: int) -> LoadBalancerSpec:
+        return spec_for(stored_service(name, ports=_ports(port)), config)
+
+    stack = env.engine(config, operation_timeout=TIMEOUT).stack(service=on(443).service)
+    stack.ensure(on(443))
+    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
+    with pytest.raises(EngineError):
+        stack.ensure(on(8443))
+    env.cloud.clear_faults()
+    return stack, on
+
+
+def _one_listener_pool_monitor_on(env: Env, port: int) -> None:
+    cloud = env.cloud.inventory()
+    listener = only(cloud["listeners"])
+    assert listener["protocol_port"] == port
+    pool = only(cloud["pools"])
+    assert listener["default_pool_id"] == pool["id"]
+    assert only(cloud["healthmonitors"])["pools"] == [{"id": pool["id"]}]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
 def test_a_port_change_whose_create_answer_was_lost_converges(
     fault_env: tuple[Env, str], operation: str
 ) -> None:
     env, _admin = fault_env
-    config = env.config(load_balancer="create-monitor = true")
-    name = "lost-" + operation.split(".")[1]
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(stored_service(name, ports=_ports(443)), config).service
-    )
-    stack.ensure(spec_for(stored_service(name, ports=_ports(443)), config))
+    stack, on = _lost_on_the_way_to_8443(env, operation, "lost-")
 
-    # the cloud makes the new port's object, the answer is lost: the up fails
-    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
-    moved = spec_for(stored_service(name, ports=_ports(8443)), config)
-    with pytest.raises(EngineError):
-        stack.ensure(moved)
-    env.cloud.clear_faults()
-
-    assert stack.ensure(moved).changed
-    cloud = env.cloud.inventory()
-    listener = only(cloud["listeners"])
-    assert listener["protocol_port"] == 8443
-    pool = only(cloud["pools"])
-    assert listener["default_pool_id"] == pool["id"]
-    assert only(cloud["healthmonitors"])["pools"] == [{"id": pool["id"]}]
-    assert stack.ensure(moved).changed is False  # settled: the hash is recorded
+    assert stack.ensure(on(8443)).changed
+    _one_listener_pool_monitor_on(env, 8443)
+    assert stack.ensure(on(8443)).changed is False  # settled: the hash is recorded
 
     assert stack.delete().existed
     assert env.cloud.lbs() == []
 
 
-@pytest.mark.parametrize(
-    "operation",
-    ["octavia.listener.create", "octavia.pool.create", "octavia.healthmonitor.create"],
-)
+@pytest.mark.parametrize("operation", OPERATIONS)
 def test_a_lost_create_then_another_port_change_leaves_nothing_behind(
     fault_env: tuple[Env, str], operation: str
 ) -> None:
@@ -78,27 +90,11 @@ def test_a_lost_create_then_another_port_change_leaves_nothing_behind(
     cloud, unknown to the state, for ever. It must be found by the spec the failed ``up`` was
     given (the stack's config) and deleted."""
     env, _admin = fault_env
-    config = env.config(load_balancer="create-monitor = true")
-    name = "relost-" + operation.split(".")[1]
-    stack = env.engine(config, operation_timeout=TIMEOUT).stack(
-        service=spec_for(stored_service(name, ports=_ports(443)), config).service
-    )
-    stack.ensure(spec_for(stored_service(name, ports=_ports(443)), config))
-
-    env.cloud.post("/faults/rules", {"operation": operation, "drop": True, "after": True})
-    with pytest.raises(EngineError):
-        stack.ensure(spec_for(stored_service(name, ports=_ports(8443)), config))
-    env.cloud.clear_faults()
+    stack, on = _lost_on_the_way_to_8443(env, operation, "relost-")
 
     # the port changes again before the engine retries
-    moved = spec_for(stored_service(name, ports=_ports(9443)), config)
-    assert stack.ensure(moved).changed
-    cloud = env.cloud.inventory()
-    listener = only(cloud["listeners"])
-    assert listener["protocol_port"] == 9443
-    pool = only(cloud["pools"])
-    assert listener["default_pool_id"] == pool["id"]
-    assert only(cloud["healthmonitors"])["pools"] == [{"id": pool["id"]}]
+    assert stack.ensure(on(9443)).changed
+    _one_listener_pool_monitor_on(env, 9443)
 
     assert stack.delete().existed
     assert env.cloud.lbs() == []
